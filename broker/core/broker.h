@@ -1,0 +1,101 @@
+// The broker core: a pure, deterministic state machine (DESIGN.md §1).
+//
+//   Apply(command, now) -> events
+//
+// No I/O, no threads, no clock: time is an argument, and the same sequence of
+// (command, now) pairs always yields byte-identical events. It implements
+// POLICY.md §1-5 and, from §6, several clusters, drain with grace periods,
+// requeue of victims and adopt. Elastic growth and tide are refused at config
+// or submit time until they are implemented (never silently ignored).
+//
+// Threading: not thread-safe; one owner (the service's core thread, or the
+// simulator) calls it.
+#ifndef TIDEGATE_BROKER_CORE_BROKER_H_
+#define TIDEGATE_BROKER_CORE_BROKER_H_
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "broker/core/events.h"
+#include "broker/core/types.h"
+#include "tidegate/v1/config.pb.h"
+
+namespace tidegate::core {
+
+class State;  // defined in state.h
+
+// A read-only view of one job, for queries and expectations.
+struct JobView {
+  std::string id;
+  std::string team;
+  std::string cluster;
+  v1::JobState state = v1::JOB_STATE_UNSPECIFIED;
+  int64_t replicas = 0;        // current replicas (admitted or requested).
+  int32_t priority = 0;
+  Time created_at = 0;         // queue-order time.
+  Time admitted_at = -1;       // -1 while never admitted.
+  bool borrowing = false;      // its latest admit/resize borrowed something.
+  NamedQuantities demand;      // replicas x per_replica.
+  std::string reason;          // why it waits (queued) or why it drains.
+};
+
+// A read-only view of one team node (leaf or inner), per resource.
+struct TeamResourceView {
+  std::string resource;
+  Quantity guaranteed = 0;
+  Quantity borrow_limit = kInfinite;  // kInfinite = unlimited.
+  Quantity lend_limit = kInfinite;    // kInfinite = lends all.
+  Quantity used = 0;                  // u(n), POLICY.md §1.
+  Quantity borrowed = 0;              // max(0, u - g).
+  Quantity queued = 0;                // demand of its (subtree's) queued jobs.
+};
+struct TeamView {
+  std::string name;
+  std::string parent;  // empty for a top-level team.
+  bool leaf = true;
+  double weight = 1;
+  std::vector<TeamResourceView> resources;  // config resource order.
+};
+
+class Broker {
+ public:
+  // Validates `config` (POLICY.md §1) and builds the initial state at `now`.
+  // INVALID_ARGUMENT naming the team, cluster or field on a bad config;
+  // UNIMPLEMENTED for features not built yet (tide).
+  static absl::StatusOr<std::unique_ptr<Broker>> Create(const v1::Config& config, Time now);
+  ~Broker();
+  Broker(const Broker&) = delete;
+  Broker& operator=(const Broker&) = delete;
+
+  // Runs the time-driven work due at or before `now` (victims whose grace
+  // period ended, in time order), then the command, then an admission cycle.
+  // `now` must not go backwards (an earlier time is treated as the latest
+  // seen). Bad input yields a `reject` (submit) or `error` event and changes
+  // nothing else.
+  std::vector<Event> Apply(const v1::Command& command, Time now);
+
+  // The earliest time at which time-driven work is due (a grace period ends,
+  // a backoff expires), or nullopt when nothing is pending. A driver calls
+  // Apply(Tick, t) at that time.
+  std::optional<Time> NextDeadline() const;
+
+  // Reads. All are O(1) or O(size of the answer).
+  std::optional<JobView> GetJob(std::string_view id) const;
+  std::optional<TeamView> GetTeam(std::string_view name) const;
+  std::vector<std::string> TeamNames() const;      // config order.
+  const std::vector<std::string>& ResourceNames() const;
+  Quantity TotalCapacity(std::string_view resource) const;
+  size_t JobCount() const;  // jobs the core remembers (not ended).
+
+ private:
+  explicit Broker(std::unique_ptr<State> state);
+  std::unique_ptr<State> state_;
+};
+
+}  // namespace tidegate::core
+
+#endif  // TIDEGATE_BROKER_CORE_BROKER_H_
