@@ -5,8 +5,15 @@
 #include <cstdint>
 #include <limits>
 #include <optional>
+#include <string_view>
+
+#include "absl/strings/string_view.h"
 
 namespace tidegate::core {
+
+// Debian's Abseil 20220623 has its own absl::string_view (not an alias of
+// std::string_view); this converts for lookups in Abseil containers.
+inline absl::string_view AbslView(std::string_view s) { return absl::string_view(s.data(), s.size()); }
 
 // Milliseconds since the Unix epoch (wall time in the service, virtual time in
 // the simulator). The core never reads a clock: time is always an argument.

@@ -1,0 +1,640 @@
+#include "broker/core/admission.h"
+
+#include <algorithm>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "broker/core/fair_share.h"
+#include "google/protobuf/util/message_differencer.h"
+
+namespace tidegate::core {
+
+void Admission::Emit(Event e) {
+  e.at = s_.now();
+  s_.out().push_back(std::move(e));
+}
+
+void Admission::Error(const std::string& job, std::string reason) {
+  Event e;
+  e.type = EventType::kError;
+  e.job = job;
+  e.reason = std::move(reason);
+  Emit(std::move(e));
+}
+
+// ---------------------------------------------------------------- commands
+
+absl::StatusOr<Job> Admission::ParseJob(const v1::JobSpec& in) const {
+  const CompiledConfig& c = s_.config();
+  auto bad = [](auto&&... parts) { return absl::InvalidArgumentError(absl::StrCat(parts...)); };
+  if (in.job().empty()) return bad("job: the job id is empty");
+  Job job;
+  job.id = in.job();
+  auto team = c.node_index.find(in.team());
+  if (team == c.node_index.end()) return bad("team: '", in.team(), "' is not a team");
+  if (!c.nodes[team->second].leaf) return bad("team: '", in.team(), "' is not a leaf team (jobs belong to leaf teams)");
+  job.team = team->second;
+  if (in.cluster().empty()) {
+    if (c.clusters.size() != 1) return bad("cluster: required when there are several clusters");
+    job.cluster = 0;
+  } else {
+    auto cl = c.cluster_index.find(in.cluster());
+    if (cl == c.cluster_index.end()) return bad("cluster: '", in.cluster(), "' is not a cluster");
+    job.cluster = cl->second;
+  }
+  if (in.elastic().min() != 0 || in.elastic().max() != 0) {
+    return absl::UnimplementedError("elastic: elastic jobs are not supported yet (elastic growth arrives with issue 4)");
+  }
+  job.replicas = in.has_replicas() ? in.replicas() : 1;
+  if (job.replicas <= 0) return bad("replicas: ", job.replicas, " must be > 0");
+  if (in.per_replica().empty()) return bad("per_replica: no resources requested");
+  job.demand.assign(s_.R(), 0);
+  for (const auto& [name, q] : in.per_replica()) {
+    auto r = c.resource_index.find(name);
+    if (r == c.resource_index.end()) return bad("per_replica.", name, ": unknown resource '", name, "'");
+    if (q < 0) return bad("per_replica.", name, ": ", q, " must be >= 0");
+    auto d = CheckedMul(q, job.replicas);
+    if (!d) return bad("per_replica.", name, ": ", job.replicas, " replicas x ", q, " overflows int64");
+    job.demand[r->second] = *d;
+    job.requested |= ResourceMask{1} << r->second;
+  }
+  Quantity gpus = 0, largest = 0;
+  for (int r = 0; r < s_.R(); ++r) {
+    if (c.is_gpu[r]) gpus = SatAdd(gpus, job.demand[r]);
+    largest = std::max(largest, job.demand[r]);
+  }
+  job.gpus = gpus > 0 ? gpus : largest;
+  job.priority = in.priority();
+  const int64_t grace_s = in.has_grace_s() ? in.grace_s() : c.policy.default_grace_s;
+  if (grace_s < 0) return bad("grace_s: ", grace_s, " must be >= 0");
+  auto grace = CheckedMul(grace_s, kMillisPerSecond);
+  if (!grace) return bad("grace_s: ", grace_s, " is out of range");
+  job.grace_ms = *grace;
+  job.requeue = in.has_requeue() ? in.requeue() : true;
+  if (in.has_checkpoint_interval_s()) {
+    if (in.checkpoint_interval_s() < 0) return bad("checkpoint_interval_s: ", in.checkpoint_interval_s(), " must be >= 0");
+    job.checkpoint_interval_ms = in.checkpoint_interval_s() * kMillisPerSecond;
+  }
+  if (in.has_last_checkpoint_at()) job.last_checkpoint = in.last_checkpoint_at() * kMillisPerSecond;
+  job.created_at = in.has_created_at() ? in.created_at() * kMillisPerSecond : s_.now();
+
+  // The normalized spec: defaults filled in, so resubmissions compare equal.
+  job.spec = in;
+  job.spec.set_cluster(c.clusters[job.cluster].name);
+  job.spec.set_replicas(job.replicas);
+  job.spec.set_grace_s(grace_s);
+  job.spec.set_requeue(job.requeue);
+  job.spec.clear_created_at();
+  job.spec.clear_draining();
+  return job;
+}
+
+void Admission::Submit(const v1::JobSpec& spec) {
+  auto parsed = ParseJob(spec);
+  if (!parsed.ok()) {
+    Event e;
+    e.type = EventType::kReject;
+    e.job = spec.job();
+    e.team = spec.team();
+    e.reason = std::string(parsed.status().message());
+    Emit(std::move(e));
+    return;
+  }
+  const int existing = s_.FindJob(parsed->id);
+  if (existing >= 0) {
+    if (!google::protobuf::util::MessageDifferencer::Equals(s_.job(existing).spec, parsed->spec)) {
+      Error(parsed->id, absl::StrCat("job '", parsed->id, "' already exists with a different spec"));
+    }
+    return;  // same id, same spec: idempotent.
+  }
+  const int j = s_.NewJob(*std::move(parsed));
+  s_.Enqueue(j);
+  submitted_.push_back(j);
+}
+
+void Admission::Adopt(const v1::AdoptJobs& batch) {
+  for (const v1::JobSpec& spec : batch.jobs()) {
+    auto parsed = ParseJob(spec);
+    if (!parsed.ok()) {
+      Event e;
+      e.type = EventType::kReject;
+      e.job = spec.job();
+      e.team = spec.team();
+      e.reason = std::string(parsed.status().message());
+      Emit(std::move(e));
+      continue;
+    }
+    if (s_.FindJob(parsed->id) >= 0) {
+      Error(parsed->id, absl::StrCat("adopt: job '", parsed->id, "' already exists"));
+      continue;
+    }
+    const int j = s_.NewJob(*std::move(parsed));
+    Job& job = s_.job(j);
+    Event e;
+    e.type = EventType::kAdmit;
+    e.job = job.id;
+    e.team = s_.node(job.team).name;
+    e.replicas = job.replicas;
+    e.adopted = true;
+    std::vector<Quantity> borrowed(s_.R(), 0);
+    for (int r = 0; r < s_.R(); ++r) {
+      const Quantity over = s_.ns(job.team).u[r] + job.demand[r] - s_.node(job.team).g[r];
+      borrowed[r] = std::min(job.demand[r], std::max<Quantity>(0, over));
+      if (borrowed[r] > 0) job.borrowing = true;
+    }
+    e.borrowed = s_.Named(borrowed, job.requested);
+    job.phase = spec.draining() ? Phase::kDraining : Phase::kAdmitted;
+    job.admitted_at = s_.now();
+    job.announced = true;
+    s_.AddRunning(j);
+    Emit(std::move(e));
+  }
+}
+
+void Admission::Finish(const std::string& id) {
+  const int j = s_.FindJob(id);
+  if (j < 0) {
+    Error(id, absl::StrCat("finish: unknown job '", id, "'"));
+    return;
+  }
+  Job& job = s_.job(j);
+  switch (job.phase) {
+    case Phase::kDraining:
+      Leave(j, /*ended=*/true);
+      return;
+    case Phase::kAdmitted:
+      s_.RemoveRunning(j);
+      break;
+    case Phase::kQueued:
+      // It no longer waits: its victims stay draining but for nobody, and
+      // what they already freed is released.
+      for (const auto& hold : job.holds) s_.AddUsage(hold.leaf, hold.cluster, hold.amount, -1);
+      job.holds.clear();
+      for (int v : job.victims) s_.job(v).drain_for = -1;
+      s_.Dequeue(j);
+      s_.Changed();
+      break;
+  }
+  Event e;
+  e.type = EventType::kEnd;
+  e.job = job.id;
+  e.team = s_.node(job.team).name;
+  Emit(std::move(e));
+  s_.DropJob(j);
+}
+
+void Admission::Checkpoint(const std::string& id) {
+  const int j = s_.FindJob(id);
+  if (j < 0) {
+    Error(id, absl::StrCat("checkpoint: unknown job '", id, "'"));
+    return;
+  }
+  s_.job(j).last_checkpoint = s_.now();
+}
+
+void Admission::SetQuota(const v1::SetQuota& set) {
+  v1::Config next = s_.source();
+  v1::Team* team = nullptr;
+  for (auto& t : *next.mutable_teams()) {
+    if (t.name() == set.team()) team = &t;
+  }
+  if (!team) {
+    Error("", absl::StrCat("set_quota.team: '", set.team(), "' is not a team"));
+    return;
+  }
+  for (const auto& [name, q] : set.quota()) (*team->mutable_quota())[name] = q;
+  Reconfigure(next);
+}
+
+void Admission::SetCapacity(const v1::SetCapacity& set) {
+  v1::Config next = s_.source();
+  v1::Cluster* cluster = nullptr;
+  for (auto& c : *next.mutable_clusters()) {
+    if (c.name() == set.cluster()) cluster = &c;
+  }
+  if (!cluster) {
+    Error("", absl::StrCat("set_capacity.cluster: '", set.cluster(), "' is not a cluster"));
+    return;
+  }
+  for (const auto& [name, q] : set.capacity()) (*cluster->mutable_capacity())[name] = q;
+  Reconfigure(next);
+}
+
+void Admission::Reconfigure(const v1::Config& next) {
+  auto compiled = CompileConfig(next);
+  if (!compiled.ok()) {
+    Error("", std::string(compiled.status().message()));
+    return;
+  }
+  // Jobs must keep naming resources the new config knows.
+  for (const auto& name : s_.config().resources) {
+    if (!compiled->resource_index.contains(name)) {
+      Error("", absl::StrCat("the new config drops resource '", name, "' that jobs may use"));
+      return;
+    }
+  }
+  s_.Reconfigure(*std::move(compiled), next);
+}
+
+// ---------------------------------------------------------------- time
+
+void Admission::RunDue(Time now) {
+  auto& timers = s_.timers();
+  while (!timers.empty() && timers.top().at <= now) {
+    const Time t = timers.top().at;
+    s_.set_now(std::max(t, s_.now()));
+    bool any = false;
+    while (!timers.empty() && timers.top().at == t) {
+      const Timer timer = timers.top();
+      timers.pop();
+      Job& job = s_.job(timer.job);
+      if (job.gen != timer.gen) continue;  // the slot was reused.
+      if (job.phase == Phase::kDraining && job.drain_deadline == t) {
+        Leave(timer.job, /*ended=*/false);
+        any = true;
+      } else if (job.phase == Phase::kQueued && job.requeued_at >= 0 &&
+                 job.requeued_at + s_.config().policy.requeue_backoff_s * kMillisPerSecond == t) {
+        job.parked_stamp = 0;  // may choose victims now.
+        any = true;
+      }
+    }
+    if (any) Cycle();
+  }
+  // Drop stale timers so NextDeadline() reports real work.
+  while (!timers.empty()) {
+    const Timer& top = timers.top();
+    const Job& job = s_.job(top.job);
+    const bool live = job.gen == top.gen &&
+                      ((job.phase == Phase::kDraining && job.drain_deadline == top.at) ||
+                       (job.phase == Phase::kQueued && job.requeued_at >= 0));
+    if (live) break;
+    timers.pop();
+  }
+  s_.set_now(std::max(now, s_.now()));
+}
+
+// ---------------------------------------------------------------- cycle
+
+void Admission::Cycle() {
+  // Victims that leave at once (grace 0) are requeued mid-pass; they may take
+  // free capacity at once, so run another pass while that happens.
+  for (int round = 0; round < 16; ++round) {
+    requeued_ = false;
+    if (s_.config().policy.fair_sharing) {
+      FairSharePass();
+    } else {
+      ClassicalPass();
+    }
+    if (!requeued_) break;
+  }
+}
+
+bool Admission::TeamStuck(int team) const {
+  const NodeState& n = s_.ns(team);
+  const NodeConfig& nc = s_.node(team);
+  std::vector<Quantity> avail;
+  s_.Available(team, &avail);
+  bool direct_impossible = false;
+  for (int r = 0; r < s_.R() && !direct_impossible; ++r) {
+    if (n.pending_demand[r].empty()) continue;
+    const Quantity smallest = *n.pending_demand[r].begin();
+    if (smallest == 0) continue;
+    Quantity most_free = 0;
+    for (size_t k = 0; k < s_.config().clusters.size(); ++k) {
+      most_free = std::max(most_free, s_.free_capacity(static_cast<int>(k), r));
+    }
+    if (smallest > std::max<Quantity>(0, std::min(avail[r], most_free))) direct_impossible = true;
+  }
+  if (!direct_impossible) return false;
+  // No job can fit directly; can any choose victims? Only a cheap, sound
+  // test: same-team preemption off, and other teams' jobs reachable only as
+  // reclaim-without-borrowing candidates, which every pass skips, because the
+  // team and all its ancestors are at or above their guarantee on a resource
+  // every waiting job needs.
+  if (s_.config().policy.fair_sharing) return false;
+  if (nc.policy.within_team != v1::WITHIN_TEAM_NEVER) return false;
+  if (nc.policy.reclaim == v1::RECLAIM_NEVER) return true;
+  if (nc.policy.borrow_within_cohort != v1::BORROW_WITHIN_COHORT_POLICY_NEVER) return false;
+  for (int r = 0; r < s_.R(); ++r) {
+    if (n.pending_demand[r].empty() || *n.pending_demand[r].begin() == 0) continue;
+    bool all_full = true;
+    for (int a = team; a != kRootNode && all_full; a = s_.node(a).parent) {
+      if (s_.ns(a).u[r] < s_.node(a).g[r]) all_full = false;
+    }
+    if (all_full) return true;
+  }
+  return false;
+}
+
+void Admission::ClassicalPass() {
+  struct Cursor {
+    std::set<QueueKey>::const_iterator it, end;
+    int team;
+  };
+  auto later = [](const Cursor& a, const Cursor& b) { return *b.it < *a.it; };
+  std::vector<Cursor> heap;
+  for (size_t n = 1; n < s_.config().nodes.size(); ++n) {
+    const NodeState& ns = s_.ns(static_cast<int>(n));
+    if (!s_.node(static_cast<int>(n)).leaf || ns.pending.empty()) continue;
+    if (TeamStuck(static_cast<int>(n))) continue;
+    heap.push_back({ns.pending.begin(), ns.pending.end(), static_cast<int>(n)});
+  }
+  std::make_heap(heap.begin(), heap.end(), later);
+  while (!heap.empty()) {
+    std::pop_heap(heap.begin(), heap.end(), later);
+    Cursor c = heap.back();
+    heap.pop_back();
+    const int j = c.it->job;
+    ++c.it;
+    Job& job = s_.job(j);
+    bool blocked;
+    if (job.victims_left > 0 || job.exceeds_max || job.parked_stamp == s_.change_stamp()) {
+      blocked = true;
+    } else {
+      blocked = TryAdmit(j) != Outcome::kAdmitted;
+    }
+    if (blocked && s_.node(c.team).policy.strict_fifo) continue;  // it blocks its team.
+    if (c.it != c.end) {
+      heap.push_back(c);
+      std::push_heap(heap.begin(), heap.end(), later);
+    }
+  }
+}
+
+void Admission::FairSharePass() {
+  // Descend from the root choosing the child with the lowest share at each
+  // level (ties: config order), shares recomputed after each admission.
+  std::vector<bool> done(s_.config().nodes.size(), false);  // subtree has nothing left to try
+  absl::flat_hash_map<int, std::set<QueueKey>::const_iterator> cursor;
+  while (!done[kRootNode]) {
+    int n = kRootNode;
+    while (!s_.node(n).leaf || n == kRootNode) {
+      int best = -1;
+      Share best_share;
+      for (int c : s_.node(n).children) {
+        if (done[c]) continue;
+        const Share sh = ShareOf(s_, c);
+        if (best < 0 || sh < best_share) {
+          best = c;
+          best_share = sh;
+        }
+      }
+      if (best < 0) break;
+      n = best;
+    }
+    if (n == kRootNode || !s_.node(n).leaf) {
+      done[n] = true;
+      continue;
+    }
+    const NodeState& ns = s_.ns(n);
+    auto [it, inserted] = cursor.try_emplace(n, ns.pending.begin());
+    if (it->second == ns.pending.end()) {
+      done[n] = true;
+      continue;
+    }
+    const int j = it->second->job;
+    ++it->second;
+    Job& job = s_.job(j);
+    bool blocked;
+    if (job.victims_left > 0 || job.exceeds_max || job.parked_stamp == s_.change_stamp()) {
+      blocked = true;
+    } else {
+      blocked = TryAdmit(j) != Outcome::kAdmitted;
+    }
+    if (blocked && s_.node(n).policy.strict_fifo) done[n] = true;
+  }
+}
+
+// ---------------------------------------------------------------- one job
+
+ResourceMask Admission::Contested(const Job& job) const {
+  std::vector<Quantity> avail;
+  s_.Available(job.team, &avail);
+  ResourceMask contested = 0;
+  for (int r = 0; r < s_.R(); ++r) {
+    if (!(job.requested >> r & 1)) continue;
+    const Quantity headroom = std::max<Quantity>(0, std::min(avail[r], s_.free_capacity(job.cluster, r)));
+    if (job.demand[r] > headroom) contested |= ResourceMask{1} << r;
+  }
+  return contested;
+}
+
+bool Admission::ExceedsMax(const Job& job) const {
+  for (int r = 0; r < s_.R(); ++r) {
+    if (!(job.requested >> r & 1)) continue;
+    if (job.demand[r] > s_.node(job.team).potential[r] ||
+        job.demand[r] > s_.config().clusters[job.cluster].capacity[r]) {
+      return true;
+    }
+  }
+  return false;
+}
+
+bool Admission::PassesGate(const Job& job, ResourceMask contested) const {
+  const TeamPolicy& pol = s_.node(job.team).policy;
+  if (pol.borrow_within_cohort != v1::BORROW_WITHIN_COHORT_POLICY_NEVER) return true;  // (c)
+  if (s_.config().policy.fair_sharing && pol.reclaim != v1::RECLAIM_NEVER) return true;  // (c)
+  const int t = job.team;
+  const int domain = s_.Domain(t, contested);
+  for (int r = 0; r < s_.R(); ++r) {
+    if (!(contested >> r & 1)) continue;
+    if (job.demand[r] <= s_.node(t).g[r]) continue;  // (a)
+    bool ok = false;                                 // (b)
+    Quantity remaining = job.demand[r] - s_.Slack(t, r);
+    for (int a = s_.node(t).parent; a != domain && a > kRootNode; a = s_.node(a).parent) {
+      if (s_.ns(a).u[r] + remaining <= s_.node(a).g[r]) {
+        ok = true;
+        break;
+      }
+      remaining -= s_.Slack(a, r);
+    }
+    if (!ok) return false;
+  }
+  return true;
+}
+
+std::string Admission::BindingReason(const Job& job, ResourceMask contested) const {
+  for (int r = 0; r < s_.R(); ++r) {
+    if (!(contested >> r & 1)) continue;
+    const std::string& res = s_.config().resources[r];
+    const Quantity d = job.demand[r];
+    if (d > s_.free_capacity(job.cluster, r)) {
+      return absl::StrCat("capacity ", s_.config().clusters[job.cluster].name, " ", res);
+    }
+    // The lowest node on the path whose own limit g + b - u is short.
+    for (int a = job.team; a != kRootNode; a = s_.node(a).parent) {
+      const NodeConfig& nc = s_.node(a);
+      if (nc.b[r] != kInfinite && SatSub(SatAdd(nc.g[r], nc.b[r]), s_.ns(a).u[r]) < d) {
+        return absl::StrCat("borrow_limit ", nc.name, " ", res);
+      }
+    }
+    return absl::StrCat("quota_in_use fleet ", res);
+  }
+  return "waiting";
+}
+
+Admission::Outcome Admission::TryAdmit(int j) {
+  Job& job = s_.job(j);
+  const ResourceMask contested = Contested(job);
+  if (contested == 0) {
+    Admit(j);
+    return Outcome::kAdmitted;
+  }
+  if (ExceedsMax(job)) {
+    job.exceeds_max = true;
+    job.reason = "exceeds_max";
+    return Outcome::kQueued;
+  }
+  job.parked_stamp = s_.change_stamp();
+  if (!PassesGate(job, contested)) {
+    job.reason = BindingReason(job, contested);
+    return Outcome::kQueued;
+  }
+  const PolicyOptions& opt = s_.config().policy;
+  if (job.requeued_at >= 0 && s_.now() < job.requeued_at + opt.requeue_backoff_s * kMillisPerSecond) {
+    job.reason = absl::StrCat(BindingReason(job, contested), " (requeue backoff)");
+    return Outcome::kQueued;
+  }
+  const std::vector<Victim> victims =
+      opt.fair_sharing ? FairShareVictims(s_, j, contested) : ClassicalVictims(s_, j, contested);
+  if (victims.empty()) {
+    job.reason = BindingReason(job, contested);
+    return Outcome::kQueued;
+  }
+  ChooseVictims(j, victims);
+  return s_.job(j).phase == Phase::kAdmitted ? Outcome::kAdmitted : Outcome::kWaiting;
+}
+
+void Admission::Admit(int j) {
+  Job& job = s_.job(j);
+  Event e;
+  e.type = EventType::kAdmit;
+  e.job = job.id;
+  e.team = s_.node(job.team).name;
+  e.replicas = job.replicas;
+  std::vector<Quantity> borrowed(s_.R(), 0);
+  job.borrowing = false;
+  for (int r = 0; r < s_.R(); ++r) {
+    const Quantity over = s_.ns(job.team).u[r] + job.demand[r] - s_.node(job.team).g[r];
+    borrowed[r] = std::min(job.demand[r], std::max<Quantity>(0, over));
+    if (borrowed[r] > 0) job.borrowing = true;
+  }
+  e.borrowed = s_.Named(borrowed, job.requested);
+  s_.Dequeue(j);
+  job.phase = Phase::kAdmitted;
+  job.admitted_at = s_.now();
+  job.exceeds_max = false;
+  job.reason.clear();
+  job.announced = true;
+  s_.AddRunning(j);
+  Emit(std::move(e));
+}
+
+void Admission::ChooseVictims(int j, const std::vector<Victim>& victims) {
+  Job& job = s_.job(j);
+  Event reclaim;
+  reclaim.type = EventType::kReclaim;
+  reclaim.job = job.id;
+  reclaim.team = s_.node(job.team).name;
+  reclaim.decision = v1::DECISION_PREEMPTING;
+  std::vector<int> leaving_now;
+  for (const Victim& v : victims) {
+    Job& victim = s_.job(v.job);
+    if (victim.team != job.team) reclaim.decision = v1::DECISION_RECLAIMING;
+    reclaim.victims.push_back(victim.id);
+    victim.phase = Phase::kDraining;
+    victim.drain_for = j;
+    const Time deadline = s_.now() + victim.grace_ms;
+    if (victim.drain_deadline < 0 || deadline < victim.drain_deadline) victim.drain_deadline = deadline;
+    job.victims.push_back(v.job);
+    Event e;
+    e.type = EventType::kPreempt;
+    e.job = victim.id;
+    e.team = s_.node(victim.team).name;
+    e.by = job.id;
+    e.reason = v.kind == VictimKind::kReclaim ? "reclaim" : v.kind == VictimKind::kPriority ? "priority" : "fair_share";
+    victim.reason = absl::StrCat("draining for ", job.id);
+    Emit(std::move(e));
+    if (victim.drain_deadline <= s_.now()) {
+      leaving_now.push_back(v.job);
+    } else {
+      s_.AddTimer(victim.drain_deadline, v.job);
+    }
+  }
+  job.victims_left = static_cast<int>(victims.size());
+  job.reason = absl::StrCat("waiting for ", victims.size(), " victim(s) to drain");
+  job.announced = true;
+  Emit(std::move(reclaim));
+  s_.Changed();
+  for (int v : leaving_now) Leave(v, /*ended=*/false);
+}
+
+void Admission::Leave(int v, bool ended) {
+  Job& victim = s_.job(v);
+  const int waiting = victim.drain_for;
+  s_.RemoveRunning(v);
+  if (waiting >= 0) {
+    // What it frees is held for the job that waits for it (POLICY.md §4).
+    Job& w = s_.job(waiting);
+    s_.AddUsage(victim.team, victim.cluster, victim.demand, +1);
+    w.holds.push_back({victim.team, victim.cluster, victim.demand});
+    w.victims.erase(std::find(w.victims.begin(), w.victims.end(), v));
+    --w.victims_left;
+  }
+  victim.drain_for = -1;
+  victim.drain_deadline = -1;
+  Event e;
+  e.job = victim.id;
+  e.team = s_.node(victim.team).name;
+  if (ended || !victim.requeue) {
+    e.type = EventType::kEnd;
+    Emit(std::move(e));
+    s_.DropJob(v);
+  } else {
+    victim.admitted_at = -1;
+    victim.requeued_at = s_.now();
+    victim.parked_stamp = 0;
+    victim.reason = "requeued";
+    s_.Enqueue(v);
+    e.type = EventType::kQueue;
+    e.requeued = true;
+    e.reason = "requeued";
+    Emit(std::move(e));
+    const Time backoff = s_.config().policy.requeue_backoff_s * kMillisPerSecond;
+    if (backoff > 0) s_.AddTimer(s_.now() + backoff, v);
+    requeued_ = true;
+  }
+  if (waiting >= 0 && s_.job(waiting).victims_left == 0) ResolveWaiting(waiting);
+}
+
+void Admission::ResolveWaiting(int j) {
+  Job& job = s_.job(j);
+  for (const auto& hold : job.holds) s_.AddUsage(hold.leaf, hold.cluster, hold.amount, -1);
+  job.holds.clear();
+  job.parked_stamp = 0;
+  s_.Changed();
+  // Tested with §2 at once, before any other pending job; if it no longer
+  // fits it returns to its place in the queue.
+  if (Contested(job) == 0) Admit(j);
+}
+
+void Admission::AnnounceQueued() {
+  for (int j : submitted_) {
+    Job& job = s_.job(j);
+    if (job.phase != Phase::kQueued || job.announced) continue;
+    if (job.reason.empty()) {
+      const ResourceMask contested = Contested(job);
+      job.reason = ExceedsMax(job) ? "exceeds_max" : BindingReason(job, contested);
+    }
+    job.announced = true;
+    Event e;
+    e.type = EventType::kQueue;
+    e.job = job.id;
+    e.team = s_.node(job.team).name;
+    e.reason = job.reason;
+    Emit(std::move(e));
+  }
+  submitted_.clear();
+}
+
+}  // namespace tidegate::core

@@ -1,0 +1,68 @@
+// The verbs of one Apply call: validate and record commands, run admission
+// cycles (POLICY.md §2, §4), choose victims (§3, §5), drain them and hold
+// what they free for the job that waits (§4, §6).
+//
+// Threading: runs on the core's owner thread only; short-lived (one Apply).
+#ifndef TIDEGATE_BROKER_CORE_ADMISSION_H_
+#define TIDEGATE_BROKER_CORE_ADMISSION_H_
+
+#include <string>
+#include <vector>
+
+#include "broker/core/state.h"
+#include "broker/core/victims.h"
+
+namespace tidegate::core {
+
+class Admission {
+ public:
+  explicit Admission(State& s) : s_(s) {}
+
+  // Time-driven work due at or before `now`, in time order, each instant
+  // followed by a cycle. Leaves s.now() == now.
+  void RunDue(Time now);
+
+  void Submit(const v1::JobSpec& spec);
+  void Adopt(const v1::AdoptJobs& batch);
+  void Finish(const std::string& id);
+  void Checkpoint(const std::string& id);
+  void SetQuota(const v1::SetQuota& set);
+  void SetCapacity(const v1::SetCapacity& set);
+  void Error(const std::string& job, std::string reason);
+
+  // One admission cycle (POLICY.md §4): pending jobs in queue order (or
+  // fair-share order), each admitted, given victims, or left waiting.
+  void Cycle();
+  // Writes a `queue` record for each job submitted in this call that is
+  // still waiting and has no record yet.
+  void AnnounceQueued();
+
+ private:
+  enum class Outcome { kAdmitted, kWaiting, kQueued };
+
+  Outcome TryAdmit(int j);
+  void Admit(int j);
+  ResourceMask Contested(const Job& job) const;
+  bool ExceedsMax(const Job& job) const;
+  bool PassesGate(const Job& job, ResourceMask contested) const;
+  std::string BindingReason(const Job& job, ResourceMask contested) const;
+  void ChooseVictims(int j, const std::vector<Victim>& victims);
+  // A draining job departs (grace over, or it ended). `ended` = it finished.
+  void Leave(int v, bool ended);
+  void ResolveWaiting(int j);
+  void ClassicalPass();
+  void FairSharePass();
+  bool TeamStuck(int team) const;
+
+  void Emit(Event e);
+  absl::StatusOr<Job> ParseJob(const v1::JobSpec& spec) const;
+  void Reconfigure(const v1::Config& next);
+
+  State& s_;
+  std::vector<int> submitted_;
+  bool requeued_ = false;
+};
+
+}  // namespace tidegate::core
+
+#endif  // TIDEGATE_BROKER_CORE_ADMISSION_H_

@@ -1,0 +1,129 @@
+#include "broker/core/broker.h"
+
+#include <algorithm>
+
+#include "absl/strings/str_cat.h"
+#include "broker/core/admission.h"
+#include "broker/core/state.h"
+#include "google/protobuf/util/message_differencer.h"
+
+namespace tidegate::core {
+
+const char* EventTypeName(EventType type) {
+  switch (type) {
+    case EventType::kAdmit: return "admit";
+    case EventType::kQueue: return "queue";
+    case EventType::kReclaim: return "reclaim";
+    case EventType::kPreempt: return "preempt";
+    case EventType::kResize: return "resize";
+    case EventType::kEnd: return "end";
+    case EventType::kReject: return "reject";
+    case EventType::kError: return "error";
+  }
+  return "error";
+}
+
+Broker::Broker(std::unique_ptr<State> state) : state_(std::move(state)) {}
+Broker::~Broker() = default;
+
+absl::StatusOr<std::unique_ptr<Broker>> Broker::Create(const v1::Config& config, Time now) {
+  auto compiled = CompileConfig(config);
+  if (!compiled.ok()) return compiled.status();
+  auto state = std::make_unique<State>(*std::move(compiled), config);
+  state->set_now(now);
+  return std::unique_ptr<Broker>(new Broker(std::move(state)));
+}
+
+std::vector<Event> Broker::Apply(const v1::Command& command, Time now) {
+  State& s = *state_;
+  s.out().clear();
+  Admission adm(s);
+  adm.RunDue(std::max(now, s.now()));
+  switch (command.kind_case()) {
+    case v1::Command::kSubmit: adm.Submit(command.submit()); break;
+    case v1::Command::kAdopt: adm.Adopt(command.adopt()); break;
+    case v1::Command::kFinish: adm.Finish(command.finish()); break;
+    case v1::Command::kCheckpoint: adm.Checkpoint(command.checkpoint()); break;
+    case v1::Command::kSetQuota: adm.SetQuota(command.set_quota()); break;
+    case v1::Command::kSetCapacity: adm.SetCapacity(command.set_capacity()); break;
+    case v1::Command::kTick: break;
+    case v1::Command::KIND_NOT_SET: adm.Error("", "command: no command given"); break;
+  }
+  adm.Cycle();
+  adm.AnnounceQueued();
+  std::vector<Event> out;
+  out.swap(s.out());
+  return out;
+}
+
+std::optional<Time> Broker::NextDeadline() const {
+  // Stale timers are popped by Admission::RunDue; the top may still be stale
+  // between calls, which only costs the driver an empty tick.
+  if (state_->timers().empty()) return std::nullopt;
+  return state_->timers().top().at;
+}
+
+std::optional<JobView> Broker::GetJob(std::string_view id) const {
+  const State& s = *state_;
+  const int j = s.FindJob(id);
+  if (j < 0) return std::nullopt;
+  const Job& job = s.job(j);
+  JobView v;
+  v.id = job.id;
+  v.team = s.node(job.team).name;
+  v.cluster = s.config().clusters[job.cluster].name;
+  v.state = job.phase == Phase::kQueued     ? v1::JOB_STATE_QUEUED
+            : job.phase == Phase::kAdmitted ? v1::JOB_STATE_ADMITTED
+                                            : v1::JOB_STATE_DRAINING;
+  v.replicas = job.replicas;
+  v.priority = job.priority;
+  v.created_at = job.created_at;
+  v.admitted_at = job.admitted_at;
+  v.borrowing = job.borrowing;
+  v.demand = s.Named(job.demand, job.requested);
+  v.reason = job.reason;
+  return v;
+}
+
+std::optional<TeamView> Broker::GetTeam(std::string_view name) const {
+  const State& s = *state_;
+  auto it = s.config().node_index.find(AbslView(name));
+  if (it == s.config().node_index.end()) return std::nullopt;
+  const int n = it->second;
+  const NodeConfig& nc = s.node(n);
+  TeamView v;
+  v.name = nc.name;
+  v.parent = nc.parent == kRootNode ? "" : s.node(nc.parent).name;
+  v.leaf = nc.leaf;
+  v.weight = nc.weight_value;
+  for (int r = 0; r < s.R(); ++r) {
+    TeamResourceView rv;
+    rv.resource = s.config().resources[r];
+    rv.guaranteed = nc.g[r];
+    rv.borrow_limit = nc.b[r];
+    rv.lend_limit = nc.l[r];
+    rv.used = s.ns(n).u[r];
+    rv.borrowed = std::max<Quantity>(0, rv.used - rv.guaranteed);
+    rv.queued = s.ns(n).queued[r];
+    v.resources.push_back(rv);
+  }
+  return v;
+}
+
+std::vector<std::string> Broker::TeamNames() const {
+  std::vector<std::string> names;
+  for (size_t n = 1; n < state_->config().nodes.size(); ++n) names.push_back(state_->node(n).name);
+  return names;
+}
+
+const std::vector<std::string>& Broker::ResourceNames() const { return state_->config().resources; }
+
+Quantity Broker::TotalCapacity(std::string_view resource) const {
+  auto it = state_->config().resource_index.find(AbslView(resource));
+  if (it == state_->config().resource_index.end()) return 0;
+  return state_->node(kRootNode).g[it->second];
+}
+
+size_t Broker::JobCount() const { return state_->job_count(); }
+
+}  // namespace tidegate::core

@@ -1,0 +1,310 @@
+#include "broker/core/config.h"
+
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+#include <string_view>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+
+namespace tidegate::core {
+namespace {
+
+absl::Status Invalid(const std::string& what) { return absl::InvalidArgumentError(what); }
+
+// Exact weight from the shortest decimal that round-trips the double, so
+// `weight: 1.01` is 101/100, not the nearest binary fraction.
+absl::StatusOr<Fraction> ExactWeight(double w, const std::string& team) {
+  if (!std::isfinite(w) || w < 0) {
+    return Invalid(absl::StrCat("team '", team, "': weight ", w, " must be a non-negative number"));
+  }
+  char buf[64];
+  auto [end, ec] = std::to_chars(buf, buf + sizeof buf, w, std::chars_format::fixed);
+  if (ec != std::errc()) return Invalid(absl::StrCat("team '", team, "': weight ", w, " is out of range"));
+  std::string text(buf, end - buf);
+  u128 num = 0, den = 1;
+  bool after_point = false;
+  int digits = 0;
+  for (char c : text) {
+    if (c == '.') { after_point = true; continue; }
+    if (++digits > 36) return Invalid(absl::StrCat("team '", team, "': weight ", w, " has too many digits"));
+    num = num * 10 + static_cast<u128>(c - '0');
+    if (after_point) den *= 10;
+  }
+  return Fraction{num, den};
+}
+
+int ResourceId(CompiledConfig& c, const std::string& name) {
+  auto [it, inserted] = c.resource_index.try_emplace(name, c.num_resources());
+  if (inserted) {
+    c.resources.push_back(name);
+    c.is_gpu.push_back(IsGpuResource(name));
+  }
+  return it->second;
+}
+
+absl::Status CheckQuantity(Quantity q, const std::string& what) {
+  if (q < 0) return Invalid(absl::StrCat(what, ": ", q, " must be >= 0"));
+  return absl::OkStatus();
+}
+
+TeamPolicy CompilePolicy(const v1::Team& t) {
+  TeamPolicy p;
+  const auto& pre = t.preemption();
+  if (pre.within_team() != v1::WITHIN_TEAM_UNSPECIFIED) p.within_team = pre.within_team();
+  if (pre.reclaim() != v1::RECLAIM_UNSPECIFIED) p.reclaim = pre.reclaim();
+  const auto& bwc = pre.borrow_within_cohort();
+  if (bwc.policy() != v1::BORROW_WITHIN_COHORT_POLICY_UNSPECIFIED) p.borrow_within_cohort = bwc.policy();
+  if (bwc.has_max_priority()) p.max_priority = bwc.max_priority();
+  p.strict_fifo = t.queueing() == v1::QUEUEING_STRICT_FIFO;
+  return p;
+}
+
+absl::Status CompilePolicyOptions(const v1::Policy& in, PolicyOptions* out) {
+  out->fair_sharing = in.fair_sharing();
+  out->least_lost_work = in.victim_order() != v1::VICTIM_ORDER_NEWEST_FIRST;
+  auto non_negative = [](std::optional<int64_t> v, int64_t dflt, const std::string& field,
+                         int64_t* dst) -> absl::Status {
+    if (v && *v < 0) return Invalid(absl::StrCat("policy.", field, ": ", *v, " must be >= 0"));
+    *dst = v.value_or(dflt);
+    return absl::OkStatus();
+  };
+  auto opt = [](bool has, int64_t v) { return has ? std::optional<int64_t>(v) : std::nullopt; };
+  if (auto s = non_negative(opt(in.has_default_grace_s(), in.default_grace_s()), 30, "default_grace_s", &out->default_grace_s); !s.ok()) return s;
+  if (auto s = non_negative(opt(in.has_tide_lead_s(), in.tide_lead_s()), 600, "tide_lead_s", &out->tide_lead_s); !s.ok()) return s;
+  if (auto s = non_negative(opt(in.has_tick_s(), in.tick_s()), 10, "tick_s", &out->tick_s); !s.ok()) return s;
+  if (auto s = non_negative(opt(in.has_requeue_backoff_s(), in.requeue_backoff_s()), 60, "requeue_backoff_s", &out->requeue_backoff_s); !s.ok()) return s;
+  const auto& st = in.fair_sharing_strategies();
+  using v1::FAIR_SHARING_STRATEGY_LESS_THAN_INITIAL_SHARE;
+  using v1::FAIR_SHARING_STRATEGY_LESS_THAN_OR_EQUAL_TO_FINAL_SHARE;
+  if (st.empty() || (st.size() == 2 && st[0] == FAIR_SHARING_STRATEGY_LESS_THAN_OR_EQUAL_TO_FINAL_SHARE &&
+                     st[1] == FAIR_SHARING_STRATEGY_LESS_THAN_INITIAL_SHARE)) {
+    out->strategy_lte_final = out->strategy_lt_initial = true;
+  } else if (st.size() == 1 && st[0] == FAIR_SHARING_STRATEGY_LESS_THAN_OR_EQUAL_TO_FINAL_SHARE) {
+    out->strategy_lte_final = true;
+    out->strategy_lt_initial = false;
+  } else if (st.size() == 1 && st[0] == FAIR_SHARING_STRATEGY_LESS_THAN_INITIAL_SHARE) {
+    out->strategy_lte_final = false;
+    out->strategy_lt_initial = true;
+  } else {
+    std::vector<std::string> names;
+    for (int s : st) names.push_back(v1::FairSharingStrategy_Name(static_cast<v1::FairSharingStrategy>(s)));
+    return Invalid(absl::StrCat(
+        "policy.fair_sharing_strategies: [", absl::StrJoin(names, ", "),
+        "] is not one of [less_than_or_equal_to_final_share, less_than_initial_share], "
+        "[less_than_or_equal_to_final_share], [less_than_initial_share]"));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+bool IsGpuResource(const std::string& name) {
+  std::string_view base = name;
+  if (auto slash = base.rfind('/'); slash != std::string_view::npos) base = base.substr(slash + 1);
+  return base != "cpu" && base != "memory" && base != "ephemeral-storage" && base != "pods";
+}
+
+absl::StatusOr<CompiledConfig> CompileConfig(const v1::Config& config) {
+  CompiledConfig c;
+  if (config.clusters().empty()) return Invalid("clusters: at least one cluster is required");
+
+  // Resources in order of first appearance: cluster capacities, then quotas.
+  for (const auto& cl : config.clusters()) {
+    std::vector<std::string> names;
+    for (const auto& [name, q] : cl.capacity()) names.push_back(name);
+    std::sort(names.begin(), names.end());  // proto maps are unordered.
+    for (const auto& n : names) ResourceId(c, n);
+  }
+  for (const auto& t : config.teams()) {
+    std::vector<std::string> names;
+    for (const auto& [name, q] : t.quota()) names.push_back(name);
+    std::sort(names.begin(), names.end());
+    for (const auto& n : names) ResourceId(c, n);
+  }
+  if (c.num_resources() > kMaxResources) {
+    return Invalid(absl::StrCat("config names ", c.num_resources(), " resources; at most ", kMaxResources, " are supported"));
+  }
+  const int R = c.num_resources();
+
+  // Clusters.
+  for (const auto& cl : config.clusters()) {
+    if (cl.name().empty()) return Invalid("clusters: a cluster has no name");
+    if (!c.cluster_index.try_emplace(cl.name(), static_cast<int>(c.clusters.size())).second) {
+      return Invalid(absl::StrCat("clusters: duplicate cluster name '", cl.name(), "'"));
+    }
+    ClusterConfig cc{cl.name(), cl.kind(), std::vector<Quantity>(R, 0)};
+    for (const auto& [name, q] : cl.capacity()) {
+      if (auto s = CheckQuantity(q, absl::StrCat("cluster '", cl.name(), "' capacity.", name)); !s.ok()) return s;
+      cc.capacity[c.resource_index[name]] = q;
+    }
+    c.clusters.push_back(std::move(cc));
+  }
+
+  // Nodes: the fleet root, then teams in config order.
+  c.nodes.emplace_back();
+  for (const auto& t : config.teams()) {
+    if (t.name().empty()) return Invalid("teams: a team has no name");
+    if (!c.node_index.try_emplace(t.name(), static_cast<int>(c.nodes.size())).second) {
+      return Invalid(absl::StrCat("teams: duplicate team name '", t.name(), "'"));
+    }
+    if (!t.tide().empty()) {
+      return absl::UnimplementedError(absl::StrCat(
+          "team '", t.name(), "': tide rules are not supported yet (elastic growth and tide arrive with issue 4)"));
+    }
+    NodeConfig n;
+    n.name = t.name();
+    n.policy = CompilePolicy(t);
+    double w = t.has_weight() ? t.weight() : 1.0;
+    auto weight = ExactWeight(w, t.name());
+    if (!weight.ok()) return weight.status();
+    n.weight = *weight;
+    n.weight_value = w;
+    c.nodes.push_back(std::move(n));
+  }
+  // Parents, and no cycles.
+  for (int i = 0; i < config.teams_size(); ++i) {
+    const auto& t = config.teams(i);
+    NodeConfig& n = c.nodes[i + 1];
+    if (t.parent().empty()) {
+      n.parent = kRootNode;
+    } else {
+      auto it = c.node_index.find(t.parent());
+      if (it == c.node_index.end()) {
+        return Invalid(absl::StrCat("team '", t.name(), "': parent '", t.parent(), "' is not a team"));
+      }
+      n.parent = it->second;
+    }
+  }
+  for (size_t i = 1; i < c.nodes.size(); ++i) {
+    // Walk up; more steps than nodes means a cycle.
+    int steps = 0;
+    for (int a = static_cast<int>(i); a != kRootNode; a = c.nodes[a].parent) {
+      if (++steps > static_cast<int>(c.nodes.size())) {
+        return Invalid(absl::StrCat("team '", c.nodes[i].name, "': the parent chain forms a cycle"));
+      }
+    }
+  }
+  for (size_t i = 1; i < c.nodes.size(); ++i) {
+    c.nodes[c.nodes[i].parent].children.push_back(static_cast<int>(i));
+  }
+  for (auto& n : c.nodes) n.leaf = n.children.empty();
+  c.nodes[kRootNode].leaf = false;
+
+  // Per-resource quota entries.
+  std::vector<std::vector<const v1::ResourceQuota*>> entries(c.nodes.size(),
+                                                              std::vector<const v1::ResourceQuota*>(R, nullptr));
+  for (int i = 0; i < config.teams_size(); ++i) {
+    for (const auto& [name, q] : config.teams(i).quota()) {
+      const std::string where = absl::StrCat("team '", config.teams(i).name(), "' quota.", name);
+      if (q.has_guaranteed()) if (auto s = CheckQuantity(q.guaranteed(), where + ".guaranteed"); !s.ok()) return s;
+      if (q.has_borrow_limit()) if (auto s = CheckQuantity(q.borrow_limit(), where + ".borrow_limit"); !s.ok()) return s;
+      if (q.has_lend_limit()) if (auto s = CheckQuantity(q.lend_limit(), where + ".lend_limit"); !s.ok()) return s;
+      entries[i + 1][c.resource_index[name]] = &q;
+    }
+  }
+
+  // Depth-first post-order so children are done before parents.
+  std::vector<int> order;
+  {
+    std::vector<std::pair<int, size_t>> stack{{kRootNode, 0}};
+    while (!stack.empty()) {
+      auto& [node, next] = stack.back();
+      if (next < c.nodes[node].children.size()) {
+        int child = c.nodes[node].children[next++];
+        stack.push_back({child, 0});
+      } else {
+        order.push_back(node);
+        stack.pop_back();
+      }
+    }
+  }
+  for (auto& n : c.nodes) {
+    n.g.assign(R, 0);
+    n.b.assign(R, kInfinite);
+    n.l.assign(R, kInfinite);
+    n.p.assign(R, 0);
+    n.share_resource.assign(R, false);
+  }
+  for (int id : order) {
+    NodeConfig& n = c.nodes[id];
+    for (int r = 0; r < R; ++r) {
+      Quantity child_sum = 0;
+      for (int ch : n.children) {
+        auto sum = CheckedAdd(child_sum, c.nodes[ch].g[r]);
+        if (!sum) return Invalid(absl::StrCat("team '", n.name, "': guarantees of its children overflow int64 for ", c.resources[r]));
+        child_sum = *sum;
+        if (c.nodes[ch].share_resource[r]) n.share_resource[r] = true;
+      }
+      if (id == kRootNode) continue;  // below
+      const v1::ResourceQuota* e = entries[id][r];
+      if (e) n.share_resource[r] = true;
+      if (e && e->has_guaranteed()) {
+        n.g[r] = e->guaranteed();
+        if (!n.leaf && child_sum > n.g[r]) {
+          return Invalid(absl::StrCat("team '", n.name, "': children's guarantees for ", c.resources[r], " (",
+                                      child_sum, ") exceed its own guaranteed ", n.g[r]));
+        }
+      } else {
+        n.g[r] = n.leaf ? 0 : child_sum;
+      }
+      if (e && e->has_borrow_limit()) n.b[r] = e->borrow_limit();
+      if (e && e->has_lend_limit()) {
+        n.l[r] = e->lend_limit();
+        n.p[r] = std::max<Quantity>(0, n.g[r] - n.l[r]);
+      }
+    }
+  }
+  // The fleet root: g = total capacity, b = 0.
+  NodeConfig& root = c.nodes[kRootNode];
+  for (int r = 0; r < R; ++r) {
+    Quantity total = 0;
+    for (const auto& cl : c.clusters) {
+      auto sum = CheckedAdd(total, cl.capacity[r]);
+      if (!sum) return Invalid(absl::StrCat("clusters: total capacity of ", c.resources[r], " overflows int64"));
+      total = *sum;
+    }
+    root.g[r] = total;
+    root.b[r] = 0;
+    Quantity top = 0;
+    for (int ch : root.children) top = SatAdd(top, c.nodes[ch].g[r]);
+    if (top > total) {
+      c.warnings.push_back(absl::StrCat("top-level guarantees for ", c.resources[r], " (", top,
+                                        ") exceed total capacity ", total,
+                                        ": guarantees hold only as far as capacity goes"));
+    }
+  }
+
+  // Paths, potential and lendable, top-down (nodes are in an order where a
+  // parent may come after its child, so walk the reversed post-order).
+  std::vector<std::vector<Quantity>> pool_p(c.nodes.size(), std::vector<Quantity>(R, 0));  // P(A)
+  for (auto it = order.rbegin(); it != order.rend(); ++it) {
+    const int id = *it;
+    NodeConfig& n = c.nodes[id];
+    n.path = id == kRootNode ? std::vector<int>{} : c.nodes[n.parent].path;
+    n.path.push_back(id);
+    n.potential.assign(R, 0);
+    n.lendable.assign(R, 0);
+    for (int r = 0; r < R; ++r) {
+      Quantity sum_child_p = 0;
+      for (int ch : n.children) sum_child_p = SatAdd(sum_child_p, c.nodes[ch].p[r]);
+      const Quantity q = n.g[r] - sum_child_p;  // Q(A)
+      if (id == kRootNode) {
+        n.potential[r] = n.g[r];
+        pool_p[id][r] = q;
+        continue;
+      }
+      const NodeConfig& parent = c.nodes[n.parent];
+      n.potential[r] = std::min(SatAdd(n.g[r], n.b[r]), SatAdd(n.p[r], parent.potential[r]));
+      n.lendable[r] = pool_p[n.parent][r];
+      const Quantity l_pool = n.l[r] != kInfinite ? std::max<Quantity>(0, n.p[r] - sum_child_p) : 0;  // L(A)
+      pool_p[id][r] = std::min(SatAdd(q, n.b[r]), SatAdd(l_pool, pool_p[n.parent][r]));
+    }
+  }
+  if (auto s = CompilePolicyOptions(config.policy(), &c.policy); !s.ok()) return s;
+  return c;
+}
+
+}  // namespace tidegate::core

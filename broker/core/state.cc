@@ -1,0 +1,254 @@
+#include "broker/core/state.h"
+
+#include <algorithm>
+
+namespace tidegate::core {
+
+State::State(CompiledConfig config, v1::Config source)
+    : config_(std::move(config)), source_(std::move(source)) {
+  nodes_.resize(config_.nodes.size());
+  for (auto& n : nodes_) {
+    n.u.assign(R(), 0);
+    n.queued.assign(R(), 0);
+    n.pending_demand.resize(R());
+  }
+  cluster_used_.assign(config_.clusters.size(), std::vector<Quantity>(R(), 0));
+  // Inner nodes start at sum of children's private parts.
+  RecomputeUsage();
+}
+
+int State::FindJob(std::string_view id) const {
+  auto it = job_index_.find(AbslView(id));
+  return it == job_index_.end() ? -1 : it->second;
+}
+
+int State::NewJob(Job job) {
+  int slot;
+  if (!free_slots_.empty()) {
+    slot = free_slots_.back();
+    free_slots_.pop_back();
+    jobs_[slot] = std::move(job);
+  } else {
+    slot = static_cast<int>(jobs_.size());
+    jobs_.push_back(std::move(job));
+  }
+  jobs_[slot].gen = ++job_gen_;
+  job_index_[jobs_[slot].id] = slot;
+  return slot;
+}
+
+void State::DropJob(int j) {
+  job_index_.erase(jobs_[j].id);
+  jobs_[j] = Job{};
+  free_slots_.push_back(j);
+}
+
+void State::AddUsage(int leaf, int cluster, const std::vector<Quantity>& amount, int sign) {
+  for (int r = 0; r < R(); ++r) {
+    const Quantity delta = sign * amount[r];
+    if (delta == 0) continue;
+    if (cluster >= 0) cluster_used_[cluster][r] += delta;
+    int n = leaf;
+    Quantity old_u = nodes_[n].u[r];
+    nodes_[n].u[r] += delta;
+    while (n != kRootNode) {
+      const Quantity p = config_.nodes[n].p[r];
+      const Quantity before = std::max(old_u, p);
+      const Quantity after = std::max(nodes_[n].u[r], p);
+      if (before == after) break;
+      const int parent = config_.nodes[n].parent;
+      old_u = nodes_[parent].u[r];
+      nodes_[parent].u[r] += after - before;
+      n = parent;
+    }
+  }
+}
+
+void State::RecomputeUsage() {
+  for (auto& n : nodes_) std::fill(n.u.begin(), n.u.end(), 0);
+  for (auto& c : cluster_used_) std::fill(c.begin(), c.end(), 0);
+  std::vector<std::vector<Quantity>> leaf_u(nodes_.size(), std::vector<Quantity>(R(), 0));
+  for (const auto& [id, j] : job_index_) {
+    const Job& job = jobs_[j];
+    if (job.phase != Phase::kQueued) {
+      for (int r = 0; r < R(); ++r) {
+        leaf_u[job.team][r] += job.demand[r];
+        cluster_used_[job.cluster][r] += job.demand[r];
+      }
+    }
+    for (const auto& hold : job.holds) {
+      for (int r = 0; r < R(); ++r) {
+        leaf_u[hold.leaf][r] += hold.amount[r];
+        cluster_used_[hold.cluster][r] += hold.amount[r];
+      }
+    }
+  }
+  // Post-order: children before parents (node ids are not ordered).
+  std::vector<int> order;
+  std::vector<std::pair<int, size_t>> stack{{kRootNode, 0}};
+  while (!stack.empty()) {
+    auto& [node, next] = stack.back();
+    if (next < config_.nodes[node].children.size()) {
+      int child = config_.nodes[node].children[next++];
+      stack.push_back({child, 0});
+    } else {
+      order.push_back(node);
+      stack.pop_back();
+    }
+  }
+  for (int n : order) {
+    const NodeConfig& nc = config_.nodes[n];
+    if (nc.leaf && n != kRootNode) {
+      nodes_[n].u = leaf_u[n];
+      continue;
+    }
+    for (int r = 0; r < R(); ++r) {
+      Quantity sum = 0;
+      for (int ch : nc.children) sum += std::max(nodes_[ch].u[r], config_.nodes[ch].p[r]);
+      nodes_[n].u[r] = sum;
+    }
+  }
+  Changed();
+}
+
+void State::Available(int n, std::vector<Quantity>* out) const {
+  out->resize(R());
+  const auto& path = config_.nodes[n].path;
+  for (int r = 0; r < R(); ++r) {
+    const int root = path[0];
+    Quantity avail = config_.nodes[root].g[r] - nodes_[root].u[r];
+    for (size_t i = 1; i < path.size(); ++i) {
+      const int a = path[i];
+      const NodeConfig& nc = config_.nodes[a];
+      const Quantity own = SatSub(SatAdd(nc.g[r], nc.b[r]), nodes_[a].u[r]);
+      avail = std::min(own, SatAdd(Slack(a, r), avail));
+    }
+    (*out)[r] = avail;
+  }
+}
+
+bool State::WithinGuarantee(int n, ResourceMask rs) const {
+  for (int r = 0; r < R(); ++r) {
+    if ((rs >> r & 1) && nodes_[n].u[r] > config_.nodes[n].g[r]) return false;
+  }
+  return true;
+}
+
+int State::Domain(int leaf, ResourceMask rs) const {
+  for (int a = config_.nodes[leaf].parent; a != kRootNode; a = config_.nodes[a].parent) {
+    const NodeConfig& nc = config_.nodes[a];
+    bool boundary = true;
+    for (int r = 0; r < R() && boundary; ++r) {
+      if ((rs >> r & 1) && !(nc.b[r] == 0 && nc.l[r] == 0)) boundary = false;
+    }
+    if (boundary) return a;
+  }
+  return kRootNode;
+}
+
+bool State::Fits(const Job& j, bool within_guarantee) const {
+  const auto& path = config_.nodes[j.team].path;
+  for (int r = 0; r < R(); ++r) {
+    if (!(j.requested >> r & 1)) continue;
+    const Quantity d = j.demand[r];
+    if (within_guarantee && nodes_[j.team].u[r] + d > config_.nodes[j.team].g[r]) return false;
+    if (d == 0) continue;
+    if (d > std::max<Quantity>(0, free_capacity(j.cluster, r))) return false;
+    Quantity avail = config_.nodes[path[0]].g[r] - nodes_[path[0]].u[r];
+    for (size_t i = 1; i < path.size(); ++i) {
+      const int a = path[i];
+      const NodeConfig& nc = config_.nodes[a];
+      avail = std::min(SatSub(SatAdd(nc.g[r], nc.b[r]), nodes_[a].u[r]), SatAdd(Slack(a, r), avail));
+    }
+    if (d > std::max<Quantity>(0, avail)) return false;
+  }
+  return true;
+}
+
+void State::Enqueue(int j) {
+  Job& job = jobs_[j];
+  job.phase = Phase::kQueued;
+  NodeState& n = nodes_[job.team];
+  n.pending.insert(QueueKey{-job.priority, job.created_at, &job.id, j});
+  for (int r = 0; r < R(); ++r) {
+    n.queued[r] += job.demand[r];
+    n.pending_demand[r].insert(job.demand[r]);
+  }
+}
+
+void State::Dequeue(int j) {
+  Job& job = jobs_[j];
+  NodeState& n = nodes_[job.team];
+  n.pending.erase(QueueKey{-job.priority, job.created_at, &job.id, j});
+  for (int r = 0; r < R(); ++r) {
+    n.queued[r] -= job.demand[r];
+    n.pending_demand[r].erase(n.pending_demand[r].find(job.demand[r]));
+  }
+}
+
+void State::AddRunning(int j) {
+  Job& job = jobs_[j];
+  auto& running = nodes_[job.team].running;
+  job.running_slot = static_cast<int>(running.size());
+  running.push_back(j);
+  AddUsage(job.team, job.cluster, job.demand, +1);
+  Changed();
+}
+
+void State::RemoveRunning(int j) {
+  Job& job = jobs_[j];
+  auto& running = nodes_[job.team].running;
+  const int slot = job.running_slot;
+  running[slot] = running.back();
+  jobs_[running[slot]].running_slot = slot;
+  running.pop_back();
+  job.running_slot = -1;
+  AddUsage(job.team, job.cluster, job.demand, -1);
+  Changed();
+}
+
+void State::Reconfigure(CompiledConfig config, v1::Config source) {
+  // Remap each job's dense vectors by resource name.
+  const CompiledConfig& old = config_;
+  std::vector<int> remap(old.num_resources());
+  for (int r = 0; r < old.num_resources(); ++r) remap[r] = config.resource_index.at(old.resources[r]);
+  const int newR = config.num_resources();
+  auto move_vec = [&](std::vector<Quantity>& v) {
+    std::vector<Quantity> out(newR, 0);
+    for (size_t r = 0; r < v.size(); ++r) out[remap[r]] = v[r];
+    v = std::move(out);
+  };
+  for (auto& [id, j] : job_index_) {
+    Job& job = jobs_[j];
+    move_vec(job.demand);
+    ResourceMask mask = 0;
+    for (int r = 0; r < old.num_resources(); ++r) {
+      if (job.requested >> r & 1) mask |= ResourceMask{1} << remap[r];
+    }
+    job.requested = mask;
+    for (auto& hold : job.holds) move_vec(hold.amount);
+    job.exceeds_max = false;  // the config changed: retry.
+  }
+  for (auto& n : nodes_) {
+    n.u.assign(newR, 0);
+    move_vec(n.queued);
+    n.pending_demand.assign(newR, {});
+    for (const QueueKey& k : n.pending) {
+      for (int r = 0; r < newR; ++r) n.pending_demand[r].insert(jobs_[k.job].demand[r]);
+    }
+  }
+  config_ = std::move(config);
+  source_ = std::move(source);
+  cluster_used_.assign(config_.clusters.size(), std::vector<Quantity>(newR, 0));
+  RecomputeUsage();
+}
+
+NamedQuantities State::Named(const std::vector<Quantity>& v, ResourceMask mask) const {
+  NamedQuantities out;
+  for (int r = 0; r < R(); ++r) {
+    if (mask >> r & 1) out.emplace_back(config_.resources[r], v[r]);
+  }
+  return out;
+}
+
+}  // namespace tidegate::core

@@ -1,0 +1,287 @@
+#include "broker/core/victims.h"
+
+#include <algorithm>
+
+namespace tidegate::core {
+namespace {
+
+struct Candidate {
+  int job;
+  int meeting;       // the ancestor A at which it was found (-1: same team).
+  bool hierarchy;
+  bool reclaim_without_borrowing;
+  bool same_team;
+  CandidateKey key;
+};
+
+// A list sorted lazily: a heap popped on demand, since a pass usually stops
+// after a few victims and 10,000 candidates need not be fully sorted.
+class LazySorted {
+ public:
+  explicit LazySorted(std::vector<Candidate> items) : heap_(std::move(items)) {
+    std::make_heap(heap_.begin(), heap_.end(), Greater);
+  }
+  // The i-th smallest, or nullptr past the end.
+  const Candidate* At(size_t i) {
+    while (sorted_.size() <= i && !heap_.empty()) {
+      std::pop_heap(heap_.begin(), heap_.end(), Greater);
+      sorted_.push_back(heap_.back());
+      heap_.pop_back();
+    }
+    return i < sorted_.size() ? &sorted_[i] : nullptr;
+  }
+  bool empty() const { return heap_.empty() && sorted_.empty(); }
+
+ private:
+  static bool Greater(const Candidate& a, const Candidate& b) { return b.key < a.key; }
+  std::vector<Candidate> heap_;
+  std::vector<Candidate> sorted_;
+};
+
+// What-if removals with undo.
+class WhatIf {
+ public:
+  explicit WhatIf(State& s) : s_(s) {}
+  ~WhatIf() { RestoreAll(); }
+  void Remove(int j) {
+    const Job& job = s_.job(j);
+    s_.AddUsage(job.team, job.cluster, job.demand, -1);
+    removed_.push_back(j);
+  }
+  void Restore(int j) {
+    const Job& job = s_.job(j);
+    s_.AddUsage(job.team, job.cluster, job.demand, +1);
+    removed_.erase(std::find(removed_.begin(), removed_.end(), j));
+  }
+  void RestoreAll() {
+    while (!removed_.empty()) Restore(removed_.back());
+  }
+
+ private:
+  State& s_;
+  std::vector<int> removed_;
+};
+
+bool ClusterLacksRoom(const State& s, const Job& j) {
+  for (int r = 0; r < s.R(); ++r) {
+    if ((j.requested >> r & 1) && j.demand[r] > std::max<Quantity>(0, s.free_capacity(j.cluster, r))) return true;
+  }
+  return false;
+}
+
+bool UsesAny(const Job& job, ResourceMask rs, int R) {
+  for (int r = 0; r < R; ++r) {
+    if ((rs >> r & 1) && job.demand[r] > 0) return true;
+  }
+  return false;
+}
+
+bool BorrowingOnAny(const State& s, int n, ResourceMask rs) {
+  for (int r = 0; r < s.R(); ++r) {
+    if ((rs >> r & 1) && s.Borrowing(n, r)) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+bool CandidateKey::operator<(const CandidateKey& o) const {
+  if (not_draining != o.not_draining) return not_draining < o.not_draining;
+  if (list != o.list) return list < o.list;
+  if (outside_cluster != o.outside_cluster) return outside_cluster < o.outside_cluster;
+  if (own_team != o.own_team) return own_team < o.own_team;
+  if (priority != o.priority) return priority < o.priority;
+  if (not_shrinkable != o.not_shrinkable) return not_shrinkable < o.not_shrinkable;
+  if (lost_work != o.lost_work) return lost_work < o.lost_work;
+  if (neg_admitted_at != o.neg_admitted_at) return neg_admitted_at < o.neg_admitted_at;
+  return *id < *o.id;
+}
+
+unsigned __int128 LostWork(const Job& job, Time now) {
+  const Time since = std::max(job.last_checkpoint, job.admitted_at);
+  const Time span = std::max<Time>(0, now - since);
+  return static_cast<unsigned __int128>(job.gpus) * static_cast<unsigned __int128>(span);
+}
+
+bool Eligible(const State& s, const Job& c, ResourceMask contested) {
+  if (c.phase == Phase::kQueued) return false;
+  if (c.drain_for >= 0) return false;  // claimed by another waiting job.
+  return UsesAny(c, contested, s.R());
+}
+
+namespace {
+
+CandidateKey KeyFor(const State& s, const Job& J, const Job& c, int list, bool lacks_room) {
+  CandidateKey k;
+  k.not_draining = c.phase != Phase::kDraining;
+  k.list = list;
+  k.outside_cluster = lacks_room && c.cluster != J.cluster;
+  k.own_team = c.team == J.team;
+  k.priority = c.priority;
+  k.not_shrinkable = true;
+  k.lost_work = s.config().policy.least_lost_work ? LostWork(c, s.now()) : 0;
+  k.neg_admitted_at = -c.admitted_at;
+  k.id = &c.id;
+  return k;
+}
+
+// Collects other-team candidates from A's subtree, skipping `skip_child` and
+// children within guarantee on the contested resources.
+void CollectSubtree(const State& s, const Job& J, int A, int skip_child, ResourceMask contested,
+                    bool hierarchy, bool lacks_room, std::vector<Candidate>* out) {
+  const TeamPolicy& pol = s.node(J.team).policy;
+  const auto& bwc = pol.borrow_within_cohort;
+  for (int c : s.node(A).children) {
+    if (c == skip_child) continue;
+    if (s.WithinGuarantee(c, contested)) continue;
+    if (!s.node(c).leaf) {
+      CollectSubtree(s, J, c, -1, contested, hierarchy, lacks_room, out);
+      continue;
+    }
+    if (c == J.team || !BorrowingOnAny(s, c, contested)) continue;
+    for (int cj : s.ns(c).running) {
+      const Job& cand = s.job(cj);
+      if (!Eligible(s, cand, contested)) continue;
+      if (pol.reclaim == v1::RECLAIM_LOWER_PRIORITY && cand.priority >= J.priority) continue;
+      Candidate cd;
+      cd.job = cj;
+      cd.meeting = A;
+      cd.hierarchy = hierarchy;
+      cd.same_team = false;
+      cd.reclaim_without_borrowing =
+          !hierarchy && (bwc == v1::BORROW_WITHIN_COHORT_POLICY_NEVER || cand.priority >= J.priority ||
+                         (pol.max_priority && cand.priority > *pol.max_priority));
+      cd.key = KeyFor(s, J, cand, hierarchy ? 0 : 1, lacks_room);
+      out->push_back(cd);
+    }
+  }
+}
+
+bool SameTeamAllowed(const TeamPolicy& pol, const Job& J, const Job& c) {
+  switch (pol.within_team) {
+    case v1::WITHIN_TEAM_LOWER_PRIORITY:
+      return c.priority < J.priority;
+    case v1::WITHIN_TEAM_LOWER_OR_NEWER_EQUAL_PRIORITY:
+      return c.priority < J.priority || (c.priority == J.priority && J.created_at < c.created_at);
+    default:
+      return false;
+  }
+}
+
+// Skip rule (iii): some node strictly between the candidate's team and its
+// meeting point is within guarantee.
+bool BetweenWithinGuarantee(const State& s, const Candidate& c, ResourceMask contested) {
+  for (int a = s.node(s.job(c.job).team).parent; a != c.meeting && a >= 0; a = s.node(a).parent) {
+    if (s.WithinGuarantee(a, contested)) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+std::vector<Victim> ClassicalVictims(State& s, int j, ResourceMask contested) {
+  const Job& J = s.job(j);
+  const int t = J.team;
+  const TeamPolicy& pol = s.node(t).policy;
+  const int R = s.R();
+  const bool lacks_room = ClusterLacksRoom(s, J);
+  std::vector<Candidate> cands;
+
+  // Same-team candidates.
+  if (pol.within_team != v1::WITHIN_TEAM_NEVER) {
+    for (int cj : s.ns(t).running) {
+      const Job& c = s.job(cj);
+      if (!Eligible(s, c, contested) || !SameTeamAllowed(pol, J, c)) continue;
+      Candidate cd{cj, -1, false, false, true, KeyFor(s, J, c, 2, lacks_room)};
+      cands.push_back(cd);
+    }
+  }
+
+  // Other-team candidates, level by level up to D(t).
+  bool any_other = false, any_hierarchy = false;
+  if (pol.reclaim != v1::RECLAIM_NEVER) {
+    const int domain = s.Domain(t, contested);
+    bool advantage = true;
+    std::vector<Quantity> remaining(R, 0);
+    for (int r = 0; r < R; ++r) {
+      if (!(J.requested >> r & 1)) continue;
+      if (s.ns(t).u[r] + J.demand[r] > s.node(t).g[r]) advantage = false;
+      remaining[r] = std::max<Quantity>(0, J.demand[r] - s.Slack(t, r));
+    }
+    int prev = t;
+    for (int A = s.node(t).parent; A >= 0; A = s.node(A).parent) {
+      const size_t before = cands.size();
+      CollectSubtree(s, J, A, prev, contested, advantage, lacks_room, &cands);
+      if (cands.size() > before) {
+        any_other = true;
+        if (advantage) any_hierarchy = true;
+      }
+      if (A == domain) break;
+      bool fits_here = true;
+      for (int r = 0; r < R; ++r) {
+        if ((J.requested >> r & 1) && s.ns(A).u[r] + remaining[r] > s.node(A).g[r]) fits_here = false;
+      }
+      advantage = advantage || fits_here;
+      for (int r = 0; r < R; ++r) remaining[r] = std::max<Quantity>(0, remaining[r] - s.Slack(A, r));
+      prev = A;
+    }
+  }
+  if (cands.empty()) return {};
+
+  // Passes.
+  const bool bwc_never = pol.borrow_within_cohort == v1::BORROW_WITHIN_COHORT_POLICY_NEVER;
+  bool team_at_guarantee = false;
+  for (int r = 0; r < R; ++r) {
+    if ((contested >> r & 1) && s.ns(t).u[r] >= s.node(t).g[r]) team_at_guarantee = true;
+  }
+  std::vector<bool> passes;  // allow borrowing?
+  if (!any_other || (bwc_never && team_at_guarantee)) {
+    passes = {true};
+  } else if (bwc_never && !any_hierarchy) {
+    passes = {false, true};
+  } else {
+    passes = {true, false};
+  }
+
+  LazySorted sorted(std::move(cands));
+  for (bool allow_borrowing : passes) {
+    WhatIf what_if(s);
+    std::vector<const Candidate*> chosen;
+    bool fit = false;
+    for (size_t i = 0;; ++i) {
+      const Candidate* c = sorted.At(i);
+      if (!c) break;
+      if (!c->same_team) {
+        if (c->reclaim_without_borrowing && allow_borrowing) continue;
+        if (s.WithinGuarantee(s.job(c->job).team, contested)) continue;
+        if (BetweenWithinGuarantee(s, *c, contested)) continue;
+      }
+      what_if.Remove(c->job);
+      chosen.push_back(c);
+      if (s.Fits(J, !allow_borrowing)) {
+        fit = true;
+        break;
+      }
+    }
+    if (!fit) continue;
+    // Put back from the second-last chosen down to the first.
+    std::vector<bool> keep(chosen.size(), true);
+    for (int i = static_cast<int>(chosen.size()) - 2; i >= 0; --i) {
+      what_if.Restore(chosen[i]->job);
+      if (s.Fits(J, !allow_borrowing)) {
+        keep[i] = false;
+      } else {
+        what_if.Remove(chosen[i]->job);
+      }
+    }
+    std::vector<Victim> victims;
+    for (size_t i = 0; i < chosen.size(); ++i) {
+      if (!keep[i]) continue;
+      victims.push_back({chosen[i]->job, chosen[i]->same_team ? VictimKind::kPriority : VictimKind::kReclaim});
+    }
+    return victims;  // what_if restores the state.
+  }
+  return {};
+}
+
+}  // namespace tidegate::core

@@ -1,0 +1,53 @@
+// Victim search: who makes room for a queued job (POLICY.md §3 classical,
+// §5 fair sharing). Both run on the live state with what-if removals that are
+// undone before they return: the state is unchanged on return.
+#ifndef TIDEGATE_BROKER_CORE_VICTIMS_H_
+#define TIDEGATE_BROKER_CORE_VICTIMS_H_
+
+#include <vector>
+
+#include "broker/core/state.h"
+
+namespace tidegate::core {
+
+// Why a victim was chosen, for the preempt record.
+enum class VictimKind { kReclaim, kPriority, kFairShare };
+
+struct Victim {
+  int job;
+  VictimKind kind;
+};
+
+// Ordering keys of one candidate (POLICY.md §3 "Order", keys 1-7, plus the
+// list it belongs to for the concatenation). Smaller sorts first.
+struct CandidateKey {
+  bool not_draining;   // draining groups come first across lists.
+  int list;            // 0 hierarchy, 1 priority, 2 same-team.
+  bool outside_cluster;  // key 1
+  bool own_team;       // key 3
+  int32_t priority;    // key 4
+  bool not_shrinkable; // key 5a (elastic shrink; always true until issue 4)
+  unsigned __int128 lost_work;  // key 5b, 0 with newest_first
+  Time neg_admitted_at;  // key 6
+  const std::string* id;  // key 7
+  bool operator<(const CandidateKey& o) const;
+};
+
+// The candidate's lost work at `now`: GPUs x (now - max(last checkpoint,
+// admitted_at)).
+unsigned __int128 LostWork(const Job& job, Time now);
+
+// POLICY.md §3. Returns the victims of the first successful pass (empty when
+// no pass fits). `contested` is the mask of contested resources for job j.
+std::vector<Victim> ClassicalVictims(State& state, int j, ResourceMask contested);
+
+// POLICY.md §5 (fair sharing on).
+std::vector<Victim> FairShareVictims(State& state, int j, ResourceMask contested);
+
+// Can `candidate` be chosen as a victim at all right now: holds capacity,
+// is not already claimed by another waiting job, uses a contested resource.
+bool Eligible(const State& state, const Job& candidate, ResourceMask contested);
+
+}  // namespace tidegate::core
+
+#endif  // TIDEGATE_BROKER_CORE_VICTIMS_H_
