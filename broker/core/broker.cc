@@ -110,6 +110,40 @@ std::optional<TeamView> Broker::GetTeam(std::string_view name) const {
   return v;
 }
 
+std::vector<JobView> Broker::ListJobs() const {
+  std::vector<std::string> ids;
+  state_->ForEachJob([&](int j) { ids.push_back(state_->job(j).id); });
+  std::sort(ids.begin(), ids.end());
+  std::vector<JobView> out;
+  out.reserve(ids.size());
+  for (const auto& id : ids) out.push_back(*GetJob(id));
+  return out;
+}
+
+std::vector<std::string> Broker::ClusterNames() const {
+  std::vector<std::string> names;
+  for (const auto& c : state_->config().clusters) names.push_back(c.name);
+  return names;
+}
+
+Quantity Broker::ClusterCapacity(std::string_view cluster, std::string_view resource) const {
+  const auto& c = state_->config();
+  auto k = c.cluster_index.find(AbslView(cluster));
+  auto r = c.resource_index.find(AbslView(resource));
+  if (k == c.cluster_index.end() || r == c.resource_index.end()) return 0;
+  return c.clusters[k->second].capacity[r->second];
+}
+
+Quantity Broker::ClusterUsed(std::string_view cluster, std::string_view resource) const {
+  const auto& c = state_->config();
+  auto k = c.cluster_index.find(AbslView(cluster));
+  auto r = c.resource_index.find(AbslView(resource));
+  if (k == c.cluster_index.end() || r == c.resource_index.end()) return 0;
+  return state_->cluster_used(k->second, r->second);
+}
+
+const std::vector<std::string>& Broker::Warnings() const { return state_->config().warnings; }
+
 std::vector<std::string> Broker::TeamNames() const {
   std::vector<std::string> names;
   for (size_t n = 1; n < state_->config().nodes.size(); ++n) names.push_back(state_->node(n).name);

@@ -86,7 +86,14 @@ class Broker {
   // Reads. All are O(1) or O(size of the answer).
   std::optional<JobView> GetJob(std::string_view id) const;
   std::optional<TeamView> GetTeam(std::string_view name) const;
+  std::vector<JobView> ListJobs() const;           // every job it remembers, by id.
   std::vector<std::string> TeamNames() const;      // config order.
+  std::vector<std::string> ClusterNames() const;   // config order.
+  // Capacity and current use of one cluster for one resource (0 if unknown).
+  Quantity ClusterCapacity(std::string_view cluster, std::string_view resource) const;
+  Quantity ClusterUsed(std::string_view cluster, std::string_view resource) const;
+  // Config warnings (e.g. guarantees above capacity), for the operator.
+  const std::vector<std::string>& Warnings() const;
   const std::vector<std::string>& ResourceNames() const;
   Quantity TotalCapacity(std::string_view resource) const;
   size_t JobCount() const;  // jobs the core remembers (not ended).
