@@ -90,7 +90,9 @@ absl::StatusOr<Job> Admission::ParseJob(const v1::JobSpec& in) const {
 }
 
 void Admission::Submit(const v1::JobSpec& spec) {
-  auto parsed = ParseJob(spec);
+  auto parsed = spec.draining() ? absl::StatusOr<Job>(absl::InvalidArgumentError(
+                                      "draining: only adopt may record a job that is already draining"))
+                                : ParseJob(spec);
   if (!parsed.ok()) {
     Event e;
     e.type = EventType::kReject;

@@ -277,6 +277,14 @@ absl::StatusOr<CompiledConfig> CompileConfig(const v1::Config& config) {
     }
   }
 
+  // u0(n): usage with every leaf at 0, where inner nodes still count their
+  // children's private parts. potential(n) is available(n) in that state.
+  std::vector<std::vector<Quantity>> u0(c.nodes.size(), std::vector<Quantity>(R, 0));
+  for (int id : order) {
+    for (int ch : c.nodes[id].children) {
+      for (int r = 0; r < R; ++r) u0[id][r] = SatAdd(u0[id][r], std::max(u0[ch][r], c.nodes[ch].p[r]));
+    }
+  }
   // Paths, potential and lendable, top-down (nodes are in an order where a
   // parent may come after its child, so walk the reversed post-order).
   std::vector<std::vector<Quantity>> pool_p(c.nodes.size(), std::vector<Quantity>(R, 0));  // P(A)
@@ -292,12 +300,13 @@ absl::StatusOr<CompiledConfig> CompileConfig(const v1::Config& config) {
       for (int ch : n.children) sum_child_p = SatAdd(sum_child_p, c.nodes[ch].p[r]);
       const Quantity q = n.g[r] - sum_child_p;  // Q(A)
       if (id == kRootNode) {
-        n.potential[r] = n.g[r];
+        n.potential[r] = std::max<Quantity>(0, n.g[r] - u0[id][r]);
         pool_p[id][r] = q;
         continue;
       }
       const NodeConfig& parent = c.nodes[n.parent];
-      n.potential[r] = std::min(SatAdd(n.g[r], n.b[r]), SatAdd(n.p[r], parent.potential[r]));
+      const Quantity slack0 = std::max<Quantity>(0, n.p[r] - u0[id][r]);
+      n.potential[r] = std::min(SatSub(SatAdd(n.g[r], n.b[r]), u0[id][r]), SatAdd(slack0, parent.potential[r]));
       n.lendable[r] = pool_p[n.parent][r];
       const Quantity l_pool = n.l[r] != kInfinite ? std::max<Quantity>(0, n.p[r] - sum_child_p) : 0;  // L(A)
       pool_p[id][r] = std::min(SatAdd(q, n.b[r]), SatAdd(l_pool, pool_p[n.parent][r]));
