@@ -335,11 +335,10 @@ void Admission::ClassicalPass() {
   };
   auto later = [](const Cursor& a, const Cursor& b) { return *b.it < *a.it; };
   std::vector<Cursor> heap;
-  for (size_t n = 1; n < s_.config().nodes.size(); ++n) {
-    const NodeState& ns = s_.ns(static_cast<int>(n));
-    if (!s_.node(static_cast<int>(n)).leaf || ns.pending.empty()) continue;
-    if (TeamStuck(static_cast<int>(n))) continue;
-    heap.push_back({ns.pending.begin(), ns.pending.end(), static_cast<int>(n)});
+  for (int n : s_.teams_with_pending()) {
+    if (TeamStuck(n)) continue;
+    const NodeState& ns = s_.ns(n);
+    heap.push_back({ns.pending.begin(), ns.pending.end(), n});
   }
   std::make_heap(heap.begin(), heap.end(), later);
   while (!heap.empty()) {

@@ -170,6 +170,7 @@ void State::Enqueue(int j) {
   job.phase = Phase::kQueued;
   NodeState& n = nodes_[job.team];
   n.pending.insert(QueueKey{-job.priority, job.created_at, &job.id, j});
+  teams_with_pending_.insert(job.team);
   for (int r = 0; r < R(); ++r) {
     n.queued[r] += job.demand[r];
     n.pending_demand[r].insert(job.demand[r]);
@@ -180,6 +181,7 @@ void State::Dequeue(int j) {
   Job& job = jobs_[j];
   NodeState& n = nodes_[job.team];
   n.pending.erase(QueueKey{-job.priority, job.created_at, &job.id, j});
+  if (n.pending.empty()) teams_with_pending_.erase(job.team);
   for (int r = 0; r < R(); ++r) {
     n.queued[r] -= job.demand[r];
     n.pending_demand[r].erase(n.pending_demand[r].find(job.demand[r]));

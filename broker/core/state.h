@@ -148,6 +148,9 @@ class State {
   bool Fits(const Job& j, bool within_guarantee) const;
 
   // ---- pending queues
+  // Leaf teams with at least one queued job, in node order, so a cycle costs
+  // nothing for the teams that wait for nothing.
+  const std::set<int>& teams_with_pending() const { return teams_with_pending_; }
   void Enqueue(int j);
   void Dequeue(int j);
   void AddRunning(int j);
@@ -183,6 +186,7 @@ class State {
   std::deque<Job> jobs_;  // deque: QueueKey points at ids, so slots never move.
   std::vector<int> free_slots_;
   absl::flat_hash_map<std::string, int> job_index_;
+  std::set<int> teams_with_pending_;
   std::priority_queue<Timer, std::vector<Timer>, std::greater<>> timers_;
   uint64_t timer_seq_ = 0;
   uint64_t job_gen_ = 0;
