@@ -125,17 +125,18 @@ CandidateKey KeyFor(const State& s, const Job& J, const Job& c, int list, bool l
   return k;
 }
 
-// Collects other-team candidates from A's subtree, skipping `skip_child` and
-// children within guarantee on the contested resources.
-void CollectSubtree(const State& s, const Job& J, int A, int skip_child, ResourceMask contested,
+// Collects other-team candidates from the subtree of `node`, skipping
+// `skip_child` and children within guarantee on the contested resources.
+// Every candidate remembers `meeting`, the ancestor level being visited.
+void CollectSubtree(const State& s, const Job& J, int node, int meeting, int skip_child, ResourceMask contested,
                     bool hierarchy, bool lacks_room, std::vector<Candidate>* out) {
   const TeamPolicy& pol = s.node(J.team).policy;
   const auto& bwc = pol.borrow_within_cohort;
-  for (int c : s.node(A).children) {
+  for (int c : s.node(node).children) {
     if (c == skip_child) continue;
     if (s.WithinGuarantee(c, contested)) continue;
     if (!s.node(c).leaf) {
-      CollectSubtree(s, J, c, -1, contested, hierarchy, lacks_room, out);
+      CollectSubtree(s, J, c, meeting, -1, contested, hierarchy, lacks_room, out);
       continue;
     }
     if (c == J.team || !BorrowingOnAny(s, c, contested)) continue;
@@ -145,7 +146,7 @@ void CollectSubtree(const State& s, const Job& J, int A, int skip_child, Resourc
       if (pol.reclaim == v1::RECLAIM_LOWER_PRIORITY && cand.priority >= J.priority) continue;
       Candidate cd;
       cd.job = cj;
-      cd.meeting = A;
+      cd.meeting = meeting;
       cd.hierarchy = hierarchy;
       cd.same_team = false;
       cd.reclaim_without_borrowing =
@@ -211,7 +212,7 @@ std::vector<Victim> ClassicalVictims(State& s, int j, ResourceMask contested) {
     int prev = t;
     for (int A = s.node(t).parent; A >= 0; A = s.node(A).parent) {
       const size_t before = cands.size();
-      CollectSubtree(s, J, A, prev, contested, advantage, lacks_room, &cands);
+      CollectSubtree(s, J, A, A, prev, contested, advantage, lacks_room, &cands);
       if (cands.size() > before) {
         any_other = true;
         if (advantage) any_hierarchy = true;
@@ -246,7 +247,7 @@ std::vector<Victim> ClassicalVictims(State& s, int j, ResourceMask contested) {
   LazySorted sorted(std::move(cands));
   for (bool allow_borrowing : passes) {
     WhatIf what_if(s);
-    std::vector<const Candidate*> chosen;
+    std::vector<Candidate> chosen;  // copies: At() may reallocate.
     bool fit = false;
     for (size_t i = 0;; ++i) {
       const Candidate* c = sorted.At(i);
@@ -257,7 +258,7 @@ std::vector<Victim> ClassicalVictims(State& s, int j, ResourceMask contested) {
         if (BetweenWithinGuarantee(s, *c, contested)) continue;
       }
       what_if.Remove(c->job);
-      chosen.push_back(c);
+      chosen.push_back(*c);
       if (s.Fits(J, !allow_borrowing)) {
         fit = true;
         break;
@@ -267,17 +268,17 @@ std::vector<Victim> ClassicalVictims(State& s, int j, ResourceMask contested) {
     // Put back from the second-last chosen down to the first.
     std::vector<bool> keep(chosen.size(), true);
     for (int i = static_cast<int>(chosen.size()) - 2; i >= 0; --i) {
-      what_if.Restore(chosen[i]->job);
+      what_if.Restore(chosen[i].job);
       if (s.Fits(J, !allow_borrowing)) {
         keep[i] = false;
       } else {
-        what_if.Remove(chosen[i]->job);
+        what_if.Remove(chosen[i].job);
       }
     }
     std::vector<Victim> victims;
     for (size_t i = 0; i < chosen.size(); ++i) {
       if (!keep[i]) continue;
-      victims.push_back({chosen[i]->job, chosen[i]->same_team ? VictimKind::kPriority : VictimKind::kReclaim});
+      victims.push_back({chosen[i].job, chosen[i].same_team ? VictimKind::kPriority : VictimKind::kReclaim});
     }
     return victims;  // what_if restores the state.
   }

@@ -1,0 +1,415 @@
+// The core's verbs through its public contract (broker.h): bad input,
+// idempotent submission, admission, borrowing, reclaim with grace, quota
+// changes (POLICY.md §1-4).
+#include "broker/core/broker.h"
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "gmock/gmock.h"
+#include "google/protobuf/text_format.h"
+#include "gtest/gtest.h"
+
+namespace tidegate::core {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+using ::testing::IsEmpty;
+
+constexpr Time kSec = kMillisPerSecond;
+constexpr Time kT0 = 1'000'000 * kSec;
+
+v1::Config Parse(const std::string& text) {
+  v1::Config c;
+  EXPECT_TRUE(google::protobuf::TextFormat::ParseFromString(text, &c)) << text;
+  return c;
+}
+
+std::unique_ptr<Broker> Make(const std::string& text, Time now = kT0) {
+  auto b = Broker::Create(Parse(text), now);
+  EXPECT_TRUE(b.ok()) << b.status();
+  return b.ok() ? *std::move(b) : nullptr;
+}
+
+// A fluent JobSpec builder: Spec("a1").Team("a").Gpus(2).
+class Spec {
+ public:
+  explicit Spec(std::string id) { spec_.set_job(std::move(id)); }
+  Spec& Team(const std::string& t) { spec_.set_team(t); return *this; }
+  Spec& Cluster(const std::string& c) { spec_.set_cluster(c); return *this; }
+  Spec& Gpus(int64_t n) { return Per("gpu", n); }
+  Spec& Per(const std::string& r, int64_t n) { (*spec_.mutable_per_replica())[r] = n; return *this; }
+  Spec& Replicas(int64_t n) { spec_.set_replicas(n); return *this; }
+  Spec& Priority(int32_t p) { spec_.set_priority(p); return *this; }
+  Spec& Grace(int64_t s) { spec_.set_grace_s(s); return *this; }
+  Spec& Elastic(int64_t lo, int64_t hi) {
+    spec_.mutable_elastic()->set_min(lo);
+    spec_.mutable_elastic()->set_max(hi);
+    return *this;
+  }
+  v1::Command Submit() const {
+    v1::Command c;
+    *c.mutable_submit() = spec_;
+    return c;
+  }
+
+ private:
+  v1::JobSpec spec_;
+};
+
+v1::Command Finish(const std::string& id) {
+  v1::Command c;
+  c.set_finish(id);
+  return c;
+}
+v1::Command Tick() {
+  v1::Command c;
+  c.mutable_tick();
+  return c;
+}
+v1::Command SetQuota(const std::string& text) {
+  v1::Command c;
+  EXPECT_TRUE(google::protobuf::TextFormat::ParseFromString(text, c.mutable_set_quota())) << text;
+  return c;
+}
+
+// One line per event, the fields a reader checks: "admit a1 a borrowed=gpu:0".
+std::string Line(const Event& e) {
+  std::string s = absl::StrCat(EventTypeName(e.type), " ", e.job);
+  if (!e.team.empty()) absl::StrAppend(&s, " ", e.team);
+  switch (e.type) {
+    case EventType::kAdmit: {
+      std::vector<std::string> b;
+      for (const auto& [r, q] : e.borrowed) b.push_back(absl::StrCat(r, ":", q));
+      absl::StrAppend(&s, " borrowed=", absl::StrJoin(b, ","));
+      break;
+    }
+    case EventType::kQueue:
+      absl::StrAppend(&s, " (", e.reason, ")");
+      break;
+    case EventType::kPreempt:
+      absl::StrAppend(&s, " by=", e.by, " (", e.reason, ")");
+      break;
+    case EventType::kReclaim:
+      absl::StrAppend(&s, " ", v1::Decision_Name(e.decision), " [", absl::StrJoin(e.victims, ","), "]");
+      break;
+    case EventType::kReject:
+    case EventType::kError:
+      absl::StrAppend(&s, " (", e.reason, ")");
+      break;
+    default:
+      break;
+  }
+  return s;
+}
+std::vector<std::string> Lines(const std::vector<Event>& events) {
+  std::vector<std::string> out;
+  for (const auto& e : events) out.push_back(Line(e));
+  return out;
+}
+
+TeamResourceView Resource(const Broker& b, const std::string& team, const std::string& r) {
+  const std::optional<TeamView> view = b.GetTeam(team);
+  EXPECT_TRUE(view.has_value()) << team;
+  if (view) {
+    for (const auto& rv : view->resources) {
+      if (rv.resource == r) return rv;
+    }
+  }
+  ADD_FAILURE() << team << " has no resource " << r;
+  return {};
+}
+Quantity Used(const Broker& b, const std::string& team, const std::string& r = "gpu") {
+  return Resource(b, team, r).used;
+}
+Quantity Borrowed(const Broker& b, const std::string& team, const std::string& r = "gpu") {
+  return Resource(b, team, r).borrowed;
+}
+
+// capacity 8 gpu, 64 cpu in k1 (8 gpu in k2 for the two-cluster tests);
+// a and b guaranteed 4 gpu each at the top level; org/c with c guaranteed 0.
+const std::string kConfig = R"pb(
+  clusters { name: "k1" capacity { key: "gpu" value: 8 } capacity { key: "cpu" value: 64 } }
+  teams { name: "a" quota { key: "gpu" value { guaranteed: 4 } } }
+  teams { name: "b" quota { key: "gpu" value { guaranteed: 4 } } }
+  teams { name: "org" }
+  teams { name: "c" parent: "org" })pb";
+
+// ---------------------------------------------------------------- bad input
+
+struct BadSubmit {
+  std::string name;
+  Spec job;
+  std::string reason;  // a substring of the reject reason
+};
+
+class BadSubmitTest : public ::testing::TestWithParam<BadSubmit> {};
+
+TEST_P(BadSubmitTest, IsRejectedWithAReasonAndChangesNothing) {
+  auto b = Make(kConfig);
+  b->Apply(Spec("keep").Team("a").Gpus(2).Submit(), kT0);
+  ASSERT_EQ(Used(*b, "a"), 2);
+
+  const auto events = b->Apply(GetParam().job.Submit(), kT0 + kSec);
+  ASSERT_EQ(events.size(), 1u) << absl::StrJoin(Lines(events), "\n");
+  EXPECT_EQ(events[0].type, EventType::kReject);
+  EXPECT_THAT(events[0].reason, HasSubstr(GetParam().reason));
+  EXPECT_FALSE(b->GetJob("bad").has_value());
+  EXPECT_EQ(b->JobCount(), 1u);
+  EXPECT_EQ(Used(*b, "a"), 2);
+  EXPECT_EQ(b->ClusterUsed("k1", "gpu"), 2);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    BrokerTest, BadSubmitTest,
+    ::testing::Values(
+        BadSubmit{"UnknownTeam", Spec("bad").Team("nope").Gpus(1), "team: 'nope' is not a team"},
+        BadSubmit{"UnknownCluster", Spec("bad").Team("a").Cluster("k9").Gpus(1), "cluster: 'k9' is not a cluster"},
+        BadSubmit{"ZeroReplicas", Spec("bad").Team("a").Gpus(1).Replicas(0), "replicas: 0 must be > 0"},
+        BadSubmit{"NegativeReplicas", Spec("bad").Team("a").Gpus(1).Replicas(-3), "replicas: -3 must be > 0"},
+        BadSubmit{"NegativeQuantity", Spec("bad").Team("a").Gpus(-1), "per_replica.gpu: -1 must be >= 0"},
+        BadSubmit{"UnknownResource", Spec("bad").Team("a").Per("tpu", 1), "unknown resource 'tpu'"},
+        BadSubmit{"NoResources", Spec("bad").Team("a"), "per_replica"},
+        BadSubmit{"OverflowingDemand", Spec("bad").Team("a").Gpus(4).Replicas(int64_t{1} << 62),
+                  "per_replica.gpu: 4611686018427387904 replicas x 4 overflows int64"},
+        BadSubmit{"InnerTeam", Spec("bad").Team("org").Gpus(1), "team: 'org' is not a leaf team"},
+        BadSubmit{"ElasticRefused", Spec("bad").Team("a").Gpus(1).Elastic(1, 4), "elastic"},
+        BadSubmit{"NegativeGrace", Spec("bad").Team("a").Gpus(1).Grace(-1), "grace_s: -1 must be >= 0"}),
+    [](const auto& info) { return info.param.name; });
+
+TEST(BrokerTest, EmptyJobIdIsRejected) {
+  auto b = Make(kConfig);
+  const auto events = b->Apply(Spec("").Team("a").Gpus(1).Submit(), kT0);
+  ASSERT_EQ(events.size(), 1u);
+  EXPECT_EQ(events[0].type, EventType::kReject);
+  EXPECT_THAT(events[0].reason, HasSubstr("job"));
+  EXPECT_EQ(b->JobCount(), 0u);
+}
+
+TEST(BrokerTest, ClusterIsRequiredWhenThereAreSeveral) {
+  auto b = Make(kConfig + R"pb(clusters { name: "k2" capacity { key: "gpu" value: 8 } })pb");
+  const auto events = b->Apply(Spec("j").Team("a").Gpus(1).Submit(), kT0);
+  EXPECT_THAT(Lines(events), ElementsAre("reject j a (cluster: required when there are several clusters)"));
+}
+
+TEST(BrokerTest, FinishOfAnUnknownJobIsAnError) {
+  auto b = Make(kConfig);
+  EXPECT_THAT(Lines(b->Apply(Finish("ghost"), kT0)), ElementsAre("error ghost (finish: unknown job 'ghost')"));
+}
+
+TEST(BrokerTest, EmptyCommandIsAnError) {
+  auto b = Make(kConfig);
+  const auto events = b->Apply(v1::Command(), kT0);
+  ASSERT_EQ(events.size(), 1u);
+  EXPECT_EQ(events[0].type, EventType::kError);
+}
+
+// ---------------------------------------------------------------- idempotency
+
+TEST(BrokerTest, ResubmittingTheSameSpecIsANoOp) {
+  auto b = Make(kConfig);
+  EXPECT_THAT(Lines(b->Apply(Spec("a1").Team("a").Gpus(2).Submit(), kT0)),
+              ElementsAre("admit a1 a borrowed=gpu:0"));
+  EXPECT_THAT(b->Apply(Spec("a1").Team("a").Gpus(2).Submit(), kT0 + kSec), IsEmpty());
+  EXPECT_EQ(Used(*b, "a"), 2);
+  EXPECT_EQ(b->JobCount(), 1u);
+}
+
+TEST(BrokerTest, ResubmittingTheSameIdWithAnotherSpecIsAnError) {
+  auto b = Make(kConfig);
+  b->Apply(Spec("a1").Team("a").Gpus(2).Submit(), kT0);
+  EXPECT_THAT(Lines(b->Apply(Spec("a1").Team("a").Gpus(3).Submit(), kT0 + kSec)),
+              ElementsAre("error a1 (job 'a1' already exists with a different spec)"));
+  EXPECT_EQ(b->GetJob("a1")->demand, (NamedQuantities{{"gpu", 2}}));  // unchanged
+  EXPECT_EQ(Used(*b, "a"), 2);
+}
+
+// ---------------------------------------------------------------- admission
+
+TEST(BrokerTest, AdmitsWithinGuaranteeWithNothingBorrowed) {
+  auto b = Make(kConfig);
+  // 2 replicas x 2 gpu = 4 = g(a).
+  EXPECT_THAT(Lines(b->Apply(Spec("a1").Team("a").Gpus(2).Replicas(2).Submit(), kT0)),
+              ElementsAre("admit a1 a borrowed=gpu:0"));
+  const JobView j = *b->GetJob("a1");
+  EXPECT_EQ(j.state, v1::JOB_STATE_ADMITTED);
+  EXPECT_EQ(j.admitted_at, kT0);
+  EXPECT_FALSE(j.borrowing);
+  EXPECT_EQ(Used(*b, "a"), 4);
+  EXPECT_EQ(Borrowed(*b, "a"), 0);
+  EXPECT_EQ(b->ClusterUsed("k1", "gpu"), 4);
+}
+
+TEST(BrokerTest, BorrowingReportsOnlyTheJobsOwnPartAboveGuarantee) {
+  auto b = Make(kConfig);
+  b->Apply(Spec("a1").Team("a").Gpus(3).Submit(), kT0);
+  // u(a) = 3, d = 3, g = 4: borrowed = min(3, 3 + 3 - 4) = 2.
+  EXPECT_THAT(Lines(b->Apply(Spec("a2").Team("a").Gpus(3).Submit(), kT0 + kSec)),
+              ElementsAre("admit a2 a borrowed=gpu:2"));
+  EXPECT_TRUE(b->GetJob("a2")->borrowing);
+  EXPECT_EQ(Used(*b, "a"), 6);
+  EXPECT_EQ(Borrowed(*b, "a"), 2);
+  // A leaf under an entry-less inner node has g = 0: all of it is borrowed.
+  EXPECT_THAT(Lines(b->Apply(Spec("c1").Team("c").Gpus(1).Per("cpu", 8).Submit(), kT0 + 2 * kSec)),
+              ElementsAre("admit c1 c borrowed=cpu:8,gpu:1"));
+}
+
+TEST(BrokerTest, AJobLargerThanCapacityQueuesAsExceedsMax) {
+  auto b = Make(kConfig);
+  EXPECT_THAT(Lines(b->Apply(Spec("big").Team("a").Gpus(9).Submit(), kT0)),
+              ElementsAre("queue big a (exceeds_max)"));
+  EXPECT_EQ(b->GetJob("big")->state, v1::JOB_STATE_QUEUED);
+  EXPECT_EQ(Resource(*b, "a", "gpu").queued, 9);
+}
+
+TEST(BrokerTest, ABorrowLimitBelowTheDemandQueuesAsExceedsMax) {
+  auto b = Make(R"pb(
+    clusters { name: "k1" capacity { key: "gpu" value: 8 } }
+    teams { name: "a" quota { key: "gpu" value { guaranteed: 2 borrow_limit: 1 } } })pb");
+  // potential(a) = min(2 + 1, 8) = 3 < 4.
+  EXPECT_THAT(Lines(b->Apply(Spec("a1").Team("a").Gpus(4).Submit(), kT0)), ElementsAre("queue a1 a (exceeds_max)"));
+  EXPECT_EQ(b->GetJob("a1")->reason, "exceeds_max");
+}
+
+TEST(BrokerTest, FinishingAJobFreesItsCapacityForTheQueue) {
+  auto b = Make(kConfig);
+  b->Apply(Spec("a1").Team("a").Gpus(8).Submit(), kT0);
+  EXPECT_THAT(Lines(b->Apply(Spec("a2").Team("a").Gpus(1).Submit(), kT0 + kSec)),
+              ElementsAre("queue a2 a (capacity k1 gpu)"));
+  EXPECT_THAT(Lines(b->Apply(Finish("a1"), kT0 + 2 * kSec)),
+              ElementsAre("end a1 a", "admit a2 a borrowed=gpu:0"));
+  EXPECT_FALSE(b->GetJob("a1").has_value());
+  EXPECT_EQ(Used(*b, "a"), 1);
+}
+
+// ---------------------------------------------------------------- reclaim
+
+// b borrows a's idle guarantee; a comes back for 2 of it.
+TEST(BrokerTest, ReclaimDrainsTheLeastLostWorkBorrowersForTheGracePeriod) {
+  auto b = Make(kConfig);
+  // b1..b8 at t0+0s..t0+7s, 1 gpu each: the first 4 within b's guarantee.
+  for (int i = 1; i <= 8; ++i) {
+    const auto events = b->Apply(Spec(absl::StrCat("b", i)).Team("b").Gpus(1).Submit(), kT0 + (i - 1) * kSec);
+    EXPECT_THAT(Lines(events), ElementsAre(absl::StrCat("admit b", i, " b borrowed=gpu:", i <= 4 ? 0 : 1)));
+  }
+  EXPECT_EQ(Borrowed(*b, "b"), 4);
+
+  // At t = t0 + 100 s a asks 2: b8 and b7 have lost the least work (93 s, 94 s).
+  const Time t = kT0 + 100 * kSec;
+  EXPECT_THAT(Lines(b->Apply(Spec("a1").Team("a").Gpus(2).Submit(), t)),
+              ElementsAre("preempt b8 b by=a1 (reclaim)", "preempt b7 b by=a1 (reclaim)",
+                          "reclaim a1 a DECISION_RECLAIMING [b8,b7]"));
+  EXPECT_EQ(b->GetJob("b8")->state, v1::JOB_STATE_DRAINING);
+  EXPECT_EQ(b->GetJob("a1")->state, v1::JOB_STATE_QUEUED);
+  // Draining victims still hold their capacity for their 30 s grace.
+  EXPECT_EQ(Used(*b, "b"), 8);
+  EXPECT_EQ(b->ClusterUsed("k1", "gpu"), 8);
+  ASSERT_TRUE(b->NextDeadline().has_value());
+  EXPECT_EQ(*b->NextDeadline(), t + 30 * kSec);
+
+  // Nothing happens before the deadline.
+  EXPECT_THAT(b->Apply(Tick(), t + 29 * kSec), IsEmpty());
+  EXPECT_EQ(b->GetJob("b7")->state, v1::JOB_STATE_DRAINING);
+
+  EXPECT_THAT(Lines(b->Apply(Tick(), t + 30 * kSec)),
+              ElementsAre("queue b8 b (requeued)", "queue b7 b (requeued)", "admit a1 a borrowed=gpu:0"));
+  EXPECT_EQ(b->GetJob("a1")->admitted_at, t + 30 * kSec);
+  EXPECT_EQ(b->GetJob("b8")->state, v1::JOB_STATE_QUEUED);
+  EXPECT_EQ(Used(*b, "a"), 2);
+  EXPECT_EQ(Used(*b, "b"), 6);
+  EXPECT_EQ(b->ClusterUsed("k1", "gpu"), 8);
+}
+
+TEST(BrokerTest, AVictimThatFinishesEarlyLetsTheOwnerInAtOnce) {
+  auto b = Make(kConfig);
+  for (int i = 1; i <= 8; ++i) b->Apply(Spec(absl::StrCat("b", i)).Team("b").Gpus(1).Submit(), kT0 + i * kSec);
+  const Time t = kT0 + 100 * kSec;
+  b->Apply(Spec("a1").Team("a").Gpus(1).Submit(), t);
+  EXPECT_EQ(b->GetJob("b8")->state, v1::JOB_STATE_DRAINING);
+  EXPECT_THAT(Lines(b->Apply(Finish("b8"), t + 3 * kSec)), ElementsAre("end b8 b", "admit a1 a borrowed=gpu:0"));
+  // b8's grace timer may still be reported (NextDeadline may be stale); a
+  // tick then does nothing.
+  if (b->NextDeadline()) {
+    EXPECT_THAT(b->Apply(Tick(), *b->NextDeadline()), IsEmpty());
+  }
+  EXPECT_FALSE(b->NextDeadline().has_value());
+}
+
+TEST(BrokerTest, ReclaimNeverLeavesTheBorrowerRunning) {
+  auto b = Make(R"pb(
+    clusters { name: "k1" capacity { key: "gpu" value: 8 } }
+    teams { name: "a" quota { key: "gpu" value { guaranteed: 4 } }
+            preemption { reclaim: RECLAIM_NEVER } }
+    teams { name: "b" quota { key: "gpu" value { guaranteed: 4 } } })pb");
+  b->Apply(Spec("b1").Team("b").Gpus(8).Submit(), kT0);
+  const auto events = b->Apply(Spec("a1").Team("a").Gpus(2).Submit(), kT0 + kSec);
+  ASSERT_EQ(events.size(), 1u);
+  EXPECT_EQ(events[0].type, EventType::kQueue);
+  EXPECT_EQ(b->GetJob("b1")->state, v1::JOB_STATE_ADMITTED);
+}
+
+// ---------------------------------------------------------------- set_quota
+
+TEST(BrokerTest, RaisingAGuaranteeAdmitsAJobThatExceededTheOldMax) {
+  auto b = Make(R"pb(
+    clusters { name: "k1" capacity { key: "gpu" value: 8 } }
+    teams { name: "a" quota { key: "gpu" value { guaranteed: 2 borrow_limit: 0 } } })pb");
+  EXPECT_THAT(Lines(b->Apply(Spec("a1").Team("a").Gpus(3).Submit(), kT0)), ElementsAre("queue a1 a (exceeds_max)"));
+  EXPECT_THAT(Lines(b->Apply(SetQuota(R"pb(team: "a" quota { key: "gpu" value { guaranteed: 3 borrow_limit: 0 } })pb"),
+                             kT0 + kSec)),
+              ElementsAre("admit a1 a borrowed=gpu:0"));
+  EXPECT_EQ(Resource(*b, "a", "gpu").guaranteed, 3);
+  EXPECT_EQ(Used(*b, "a"), 3);
+}
+
+TEST(BrokerTest, LoweringAGuaranteeTurnsUseIntoBorrowingWithoutEvictions) {
+  auto b = Make(kConfig);
+  b->Apply(Spec("a1").Team("a").Gpus(3).Submit(), kT0);
+  EXPECT_EQ(Borrowed(*b, "a"), 0);
+  EXPECT_THAT(b->Apply(SetQuota(R"pb(team: "a" quota { key: "gpu" value { guaranteed: 1 } })pb"), kT0 + kSec),
+              IsEmpty());
+  EXPECT_EQ(Resource(*b, "a", "gpu").guaranteed, 1);
+  EXPECT_EQ(Used(*b, "a"), 3);
+  EXPECT_EQ(Borrowed(*b, "a"), 2);
+  EXPECT_EQ(b->GetJob("a1")->state, v1::JOB_STATE_ADMITTED);
+}
+
+TEST(BrokerTest, SetQuotaThatBreaksTheTreeIsAnErrorAndChangesNothing) {
+  auto b = Make(R"pb(
+    clusters { name: "k1" capacity { key: "gpu" value: 8 } }
+    teams { name: "org" quota { key: "gpu" value { guaranteed: 4 } } }
+    teams { name: "x" parent: "org" quota { key: "gpu" value { guaranteed: 2 } } })pb");
+  const auto events = b->Apply(SetQuota(R"pb(team: "x" quota { key: "gpu" value { guaranteed: 5 } })pb"), kT0);
+  ASSERT_EQ(events.size(), 1u);
+  EXPECT_EQ(events[0].type, EventType::kError);
+  EXPECT_THAT(events[0].reason, HasSubstr("team 'org'"));
+  EXPECT_EQ(Resource(*b, "x", "gpu").guaranteed, 2);
+}
+
+TEST(BrokerTest, SetQuotaOfAnUnknownTeamIsAnError) {
+  auto b = Make(kConfig);
+  EXPECT_THAT(Lines(b->Apply(SetQuota(R"pb(team: "zz" quota { key: "gpu" value { guaranteed: 1 } })pb"), kT0)),
+              ElementsAre("error  (set_quota.team: 'zz' is not a team)"));
+}
+
+// ---------------------------------------------------------------- reads
+
+TEST(BrokerTest, InnerTeamsReportTheirSubtreeUsage) {
+  auto b = Make(kConfig);
+  b->Apply(Spec("c1").Team("c").Gpus(2).Submit(), kT0);
+  const TeamView org = *b->GetTeam("org");
+  EXPECT_FALSE(org.leaf);
+  EXPECT_EQ(org.resources[1].used, 2);
+  EXPECT_EQ(org.resources[1].guaranteed, 0);
+  EXPECT_EQ(org.resources[1].borrowed, 2);
+  EXPECT_EQ(b->GetTeam("c")->parent, "org");
+  EXPECT_EQ(b->TeamNames(), (std::vector<std::string>{"a", "b", "org", "c"}));
+  EXPECT_EQ(b->TotalCapacity("gpu"), 8);
+}
+
+}  // namespace
+}  // namespace tidegate::core
