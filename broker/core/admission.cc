@@ -24,8 +24,8 @@ void Admission::Error(const std::string& job, std::string reason) {
 
 // ---------------------------------------------------------------- commands
 
-absl::StatusOr<Job> Admission::ParseJob(const v1::JobSpec& in) const {
-  const CompiledConfig& c = s_.config();
+absl::StatusOr<Job> ParseJobSpec(const CompiledConfig& c, const v1::JobSpec& in, Time now) {
+  const int R = c.num_resources();
   auto bad = [](auto&&... parts) { return absl::InvalidArgumentError(absl::StrCat(parts...)); };
   if (in.job().empty()) return bad("job: the job id is empty");
   Job job;
@@ -48,7 +48,7 @@ absl::StatusOr<Job> Admission::ParseJob(const v1::JobSpec& in) const {
   job.replicas = in.has_replicas() ? in.replicas() : 1;
   if (job.replicas <= 0) return bad("replicas: ", job.replicas, " must be > 0");
   if (in.per_replica().empty()) return bad("per_replica: no resources requested");
-  job.demand.assign(s_.R(), 0);
+  job.demand.assign(R, 0);
   for (const auto& [name, q] : in.per_replica()) {
     auto r = c.resource_index.find(name);
     if (r == c.resource_index.end()) return bad("per_replica.", name, ": unknown resource '", name, "'");
@@ -59,7 +59,7 @@ absl::StatusOr<Job> Admission::ParseJob(const v1::JobSpec& in) const {
     job.requested |= ResourceMask{1} << r->second;
   }
   Quantity gpus = 0, largest = 0;
-  for (int r = 0; r < s_.R(); ++r) {
+  for (int r = 0; r < R; ++r) {
     if (c.is_gpu[r]) gpus = SatAdd(gpus, job.demand[r]);
     largest = std::max(largest, job.demand[r]);
   }
@@ -76,7 +76,7 @@ absl::StatusOr<Job> Admission::ParseJob(const v1::JobSpec& in) const {
     job.checkpoint_interval_ms = in.checkpoint_interval_s() * kMillisPerSecond;
   }
   if (in.has_last_checkpoint_at()) job.last_checkpoint = in.last_checkpoint_at() * kMillisPerSecond;
-  job.created_at = in.has_created_at() ? in.created_at() * kMillisPerSecond : s_.now();
+  job.created_at = in.has_created_at() ? in.created_at() * kMillisPerSecond : now;
 
   // The normalized spec: defaults filled in, so resubmissions compare equal.
   job.spec = in;
@@ -92,7 +92,7 @@ absl::StatusOr<Job> Admission::ParseJob(const v1::JobSpec& in) const {
 void Admission::Submit(const v1::JobSpec& spec) {
   auto parsed = spec.draining() ? absl::StatusOr<Job>(absl::InvalidArgumentError(
                                       "draining: only adopt may record a job that is already draining"))
-                                : ParseJob(spec);
+                                : ParseJobSpec(s_.config(), spec, s_.now());
   if (!parsed.ok()) {
     Event e;
     e.type = EventType::kReject;
@@ -116,7 +116,7 @@ void Admission::Submit(const v1::JobSpec& spec) {
 
 void Admission::Adopt(const v1::AdoptJobs& batch) {
   for (const v1::JobSpec& spec : batch.jobs()) {
-    auto parsed = ParseJob(spec);
+    auto parsed = ParseJobSpec(s_.config(), spec, s_.now());
     if (!parsed.ok()) {
       Event e;
       e.type = EventType::kReject;
@@ -228,12 +228,37 @@ void Admission::Reconfigure(const v1::Config& next) {
     Error("", std::string(compiled.status().message()));
     return;
   }
-  // Jobs must keep naming resources the new config knows.
+  // Jobs must keep naming resources, leaf teams and clusters the new config
+  // knows; team and cluster indices must not move under them.
   for (const auto& name : s_.config().resources) {
     if (!compiled->resource_index.contains(name)) {
-      Error("", absl::StrCat("the new config drops resource '", name, "' that jobs may use"));
+      Error("", absl::StrCat("config: the new config drops resource '", name, "'"));
       return;
     }
+  }
+  // Every job's team must stay a leaf and its cluster must stay.
+  std::string refused;
+  s_.ForEachJob([&](int j) {
+    const Job& job = s_.job(j);
+    auto team = compiled->node_index.find(s_.node(job.team).name);
+    if (refused.empty() && (team == compiled->node_index.end() || !compiled->nodes[team->second].leaf)) {
+      refused = absl::StrCat("config: team '", s_.node(job.team).name, "' has job '", job.id,
+                             "' and must stay a leaf team");
+    }
+    for (const auto& hold : job.holds) {
+      auto held = compiled->node_index.find(s_.node(hold.leaf).name);
+      if (refused.empty() && (held == compiled->node_index.end() || !compiled->nodes[held->second].leaf)) {
+        refused = absl::StrCat("config: team '", s_.node(hold.leaf).name, "' holds capacity and must stay a leaf team");
+      }
+    }
+    if (refused.empty() && !compiled->cluster_index.contains(s_.config().clusters[job.cluster].name)) {
+      refused = absl::StrCat("config: cluster '", s_.config().clusters[job.cluster].name, "' has job '", job.id,
+                             "' and must stay");
+    }
+  });
+  if (!refused.empty()) {
+    Error("", refused);
+    return;
   }
   s_.Reconfigure(*std::move(compiled), next);
 }

@@ -14,6 +14,11 @@
 
 namespace tidegate::core {
 
+// Validates a job spec against the config and builds the core's Job, with the
+// spec normalized (defaults filled in). INVALID_ARGUMENT naming the field and
+// the value; UNIMPLEMENTED for elastic jobs. created_at defaults to `now`.
+absl::StatusOr<Job> ParseJobSpec(const CompiledConfig& config, const v1::JobSpec& spec, Time now);
+
 class Admission {
  public:
   explicit Admission(State& s) : s_(s) {}
@@ -28,6 +33,9 @@ class Admission {
   void Checkpoint(const std::string& id);
   void SetQuota(const v1::SetQuota& set);
   void SetCapacity(const v1::SetCapacity& set);
+  // Replaces the whole config; an invalid one is an `error` event and changes
+  // nothing. Jobs of teams or clusters the new config drops are refused too.
+  void ApplyConfig(const v1::Config& next) { Reconfigure(next); }
   void Error(const std::string& job, std::string reason);
 
   // One admission cycle (POLICY.md §4): pending jobs in queue order (or
@@ -55,7 +63,6 @@ class Admission {
   bool TeamStuck(int team) const;
 
   void Emit(Event e);
-  absl::StatusOr<Job> ParseJob(const v1::JobSpec& spec) const;
   void Reconfigure(const v1::Config& next);
 
   State& s_;

@@ -67,7 +67,15 @@ class Broker {
   // INVALID_ARGUMENT naming the team, cluster or field on a bad config;
   // UNIMPLEMENTED for features not built yet (tide).
   static absl::StatusOr<std::unique_ptr<Broker>> Create(const v1::Config& config, Time now);
+  // Rebuilds a core from Snapshot(); it then behaves exactly like the
+  // original. INVALID_ARGUMENT when the snapshot is inconsistent.
+  static absl::StatusOr<std::unique_ptr<Broker>> Restore(const v1::CoreSnapshot& snapshot);
   ~Broker();
+
+  // The whole state, deterministic (jobs sorted by id).
+  v1::CoreSnapshot Snapshot() const;
+  // Time of the latest command or tick applied.
+  Time Now() const;
   Broker(const Broker&) = delete;
   Broker& operator=(const Broker&) = delete;
 

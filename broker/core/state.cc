@@ -210,14 +210,26 @@ void State::RemoveRunning(int j) {
 }
 
 void State::Reconfigure(CompiledConfig config, v1::Config source) {
-  // Remap each job's dense vectors by resource name.
+  // Remap resources, teams and clusters by name; the caller has checked that
+  // every job's team and cluster still exist (Admission::Reconfigure).
   const CompiledConfig& old = config_;
-  std::vector<int> remap(old.num_resources());
-  for (int r = 0; r < old.num_resources(); ++r) remap[r] = config.resource_index.at(old.resources[r]);
+  std::vector<int> rmap(old.num_resources());
+  for (int r = 0; r < old.num_resources(); ++r) rmap[r] = config.resource_index.at(old.resources[r]);
+  std::vector<int> nmap(old.nodes.size(), -1);
+  nmap[kRootNode] = kRootNode;
+  for (size_t n = 1; n < old.nodes.size(); ++n) {
+    auto it = config.node_index.find(old.nodes[n].name);
+    if (it != config.node_index.end()) nmap[n] = it->second;
+  }
+  std::vector<int> cmap(old.clusters.size(), -1);
+  for (size_t k = 0; k < old.clusters.size(); ++k) {
+    auto it = config.cluster_index.find(old.clusters[k].name);
+    if (it != config.cluster_index.end()) cmap[k] = it->second;
+  }
   const int newR = config.num_resources();
   auto move_vec = [&](std::vector<Quantity>& v) {
     std::vector<Quantity> out(newR, 0);
-    for (size_t r = 0; r < v.size(); ++r) out[remap[r]] = v[r];
+    for (size_t r = 0; r < v.size(); ++r) out[rmap[r]] = v[r];
     v = std::move(out);
   };
   for (auto& [id, j] : job_index_) {
@@ -225,20 +237,40 @@ void State::Reconfigure(CompiledConfig config, v1::Config source) {
     move_vec(job.demand);
     ResourceMask mask = 0;
     for (int r = 0; r < old.num_resources(); ++r) {
-      if (job.requested >> r & 1) mask |= ResourceMask{1} << remap[r];
+      if (job.requested >> r & 1) mask |= ResourceMask{1} << rmap[r];
     }
     job.requested = mask;
-    for (auto& hold : job.holds) move_vec(hold.amount);
-    job.exceeds_max = false;  // the config changed: retry.
-  }
-  for (auto& n : nodes_) {
-    n.u.assign(newR, 0);
-    move_vec(n.queued);
-    n.pending_demand.assign(newR, {});
-    for (const QueueKey& k : n.pending) {
-      for (int r = 0; r < newR; ++r) n.pending_demand[r].insert(jobs_[k.job].demand[r]);
+    job.team = nmap[job.team];
+    job.cluster = cmap[job.cluster];
+    for (auto& hold : job.holds) {
+      move_vec(hold.amount);
+      hold.leaf = nmap[hold.leaf];
+      hold.cluster = cmap[hold.cluster];
     }
+    job.exceeds_max = false;  // the config changed: retry.
+    job.parked_stamp = 0;
   }
+  std::vector<NodeState> next(config.nodes.size());
+  for (auto& n : next) {
+    n.u.assign(newR, 0);
+    n.queued.assign(newR, 0);
+    n.pending_demand.resize(newR);
+  }
+  teams_with_pending_.clear();
+  for (size_t n = 0; n < nodes_.size(); ++n) {
+    if (nmap[n] < 0) continue;
+    NodeState& to = next[nmap[n]];
+    to.running = std::move(nodes_[n].running);
+    to.pending = std::move(nodes_[n].pending);
+    for (const QueueKey& k : to.pending) {
+      for (int r = 0; r < newR; ++r) {
+        to.queued[r] += jobs_[k.job].demand[r];
+        to.pending_demand[r].insert(jobs_[k.job].demand[r]);
+      }
+    }
+    if (!to.pending.empty()) teams_with_pending_.insert(nmap[n]);
+  }
+  nodes_ = std::move(next);
   config_ = std::move(config);
   source_ = std::move(source);
   cluster_used_.assign(config_.clusters.size(), std::vector<Quantity>(newR, 0));

@@ -93,12 +93,15 @@ struct NodeState {
   std::vector<std::multiset<Quantity>> pending_demand;
 };
 
+// Due work at `at` for one job. Ordered by (time, job id) so that a state
+// restored from a snapshot processes simultaneous deadlines in the same order
+// as the original.
 struct Timer {
   Time at;
-  uint64_t seq;
+  std::string id;
   int job;
   uint64_t gen;
-  bool operator>(const Timer& o) const { return std::tie(at, seq) > std::tie(o.at, o.seq); }
+  bool operator>(const Timer& o) const { return std::tie(at, id) > std::tie(o.at, o.id); }
 };
 
 class State {
@@ -157,7 +160,7 @@ class State {
   void RemoveRunning(int j);
 
   // ---- timers (grace deadlines, backoff expiries); lazily invalidated.
-  void AddTimer(Time at, int job) { timers_.push(Timer{at, timer_seq_++, job, jobs_[job].gen}); }
+  void AddTimer(Time at, int job) { timers_.push(Timer{at, jobs_[job].id, job, jobs_[job].gen}); }
   std::priority_queue<Timer, std::vector<Timer>, std::greater<>>& timers() { return timers_; }
   const std::priority_queue<Timer, std::vector<Timer>, std::greater<>>& timers() const { return timers_; }
 
@@ -188,7 +191,6 @@ class State {
   absl::flat_hash_map<std::string, int> job_index_;
   std::set<int> teams_with_pending_;
   std::priority_queue<Timer, std::vector<Timer>, std::greater<>> timers_;
-  uint64_t timer_seq_ = 0;
   uint64_t job_gen_ = 0;
   uint64_t change_stamp_ = 1;
   Time now_ = 0;

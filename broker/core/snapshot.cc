@@ -1,0 +1,131 @@
+// Broker::Snapshot and Broker::Restore: the core's whole state as a proto, so
+// the ledger can start from a snapshot plus the journal tail.
+#include <algorithm>
+
+#include "absl/strings/str_cat.h"
+#include "broker/core/admission.h"
+#include "broker/core/broker.h"
+#include "broker/core/state.h"
+
+namespace tidegate::core {
+namespace {
+
+v1::JobState StateOf(Phase p) {
+  switch (p) {
+    case Phase::kQueued: return v1::JOB_STATE_QUEUED;
+    case Phase::kAdmitted: return v1::JOB_STATE_ADMITTED;
+    case Phase::kDraining: return v1::JOB_STATE_DRAINING;
+  }
+  return v1::JOB_STATE_UNSPECIFIED;
+}
+
+}  // namespace
+
+Time Broker::Now() const { return state_->now(); }
+
+v1::CoreSnapshot Broker::Snapshot() const {
+  const State& s = *state_;
+  v1::CoreSnapshot out;
+  *out.mutable_config() = s.source();
+  out.set_now_ms(s.now());
+  std::vector<int> jobs;
+  s.ForEachJob([&](int j) { jobs.push_back(j); });
+  std::sort(jobs.begin(), jobs.end(), [&](int a, int b) { return s.job(a).id < s.job(b).id; });
+  for (int j : jobs) {
+    const Job& job = s.job(j);
+    v1::JobSnapshot* js = out.add_jobs();
+    *js->mutable_spec() = job.spec;
+    js->set_created_at_ms(job.created_at);
+    js->set_state(StateOf(job.phase));
+    js->set_admitted_at_ms(job.admitted_at);
+    js->set_borrowing(job.borrowing);
+    if (job.drain_for >= 0) js->set_drain_for(s.job(job.drain_for).id);
+    js->set_drain_deadline_ms(job.drain_deadline);
+    std::vector<std::string> victims;
+    for (int v : job.victims) victims.push_back(s.job(v).id);
+    std::sort(victims.begin(), victims.end());
+    for (auto& v : victims) js->add_victims(v);
+    for (const auto& hold : job.holds) {
+      v1::HeldCapacity* h = js->add_holds();
+      h->set_team(s.node(hold.leaf).name);
+      h->set_cluster(s.config().clusters[hold.cluster].name);
+      for (int r = 0; r < s.R(); ++r) {
+        if (hold.amount[r] != 0) (*h->mutable_amount())[s.config().resources[r]] = hold.amount[r];
+      }
+    }
+    js->set_requeued_at_ms(job.requeued_at);
+    js->set_exceeds_max(job.exceeds_max);
+    js->set_last_checkpoint_ms(job.last_checkpoint);
+    js->set_reason(job.reason);
+  }
+  return out;
+}
+
+absl::StatusOr<std::unique_ptr<Broker>> Broker::Restore(const v1::CoreSnapshot& snap) {
+  auto compiled = CompileConfig(snap.config());
+  if (!compiled.ok()) return compiled.status();
+  auto state = std::make_unique<State>(*std::move(compiled), snap.config());
+  State& s = *state;
+  s.set_now(snap.now_ms());
+  auto bad = [](auto&&... parts) { return absl::InvalidArgumentError(absl::StrCat("snapshot: ", parts...)); };
+  for (const v1::JobSnapshot& js : snap.jobs()) {
+    auto parsed = ParseJobSpec(s.config(), js.spec(), js.created_at_ms());
+    if (!parsed.ok()) return bad("job '", js.spec().job(), "': ", std::string(parsed.status().message()));
+    if (s.FindJob(parsed->id) >= 0) return bad("duplicate job '", parsed->id, "'");
+    Job job = *std::move(parsed);
+    job.created_at = js.created_at_ms();
+    job.admitted_at = js.admitted_at_ms();
+    job.borrowing = js.borrowing();
+    job.drain_deadline = js.drain_deadline_ms();
+    job.requeued_at = js.requeued_at_ms();
+    job.exceeds_max = js.exceeds_max();
+    job.last_checkpoint = js.last_checkpoint_ms();
+    job.reason = js.reason();
+    job.announced = true;
+    const int j = s.NewJob(std::move(job));
+    switch (js.state()) {
+      case v1::JOB_STATE_QUEUED: s.Enqueue(j); break;
+      case v1::JOB_STATE_ADMITTED: s.job(j).phase = Phase::kAdmitted; s.AddRunning(j); break;
+      case v1::JOB_STATE_DRAINING: s.job(j).phase = Phase::kDraining; s.AddRunning(j); break;
+      default: return bad("job '", js.spec().job(), "' has state ", v1::JobState_Name(js.state()));
+    }
+  }
+  // Links between jobs, held capacity and timers.
+  const Time backoff = s.config().policy.requeue_backoff_s * kMillisPerSecond;
+  for (const v1::JobSnapshot& js : snap.jobs()) {
+    const int j = s.FindJob(js.spec().job());
+    Job& job = s.job(j);
+    if (!js.drain_for().empty()) {
+      job.drain_for = s.FindJob(js.drain_for());
+      if (job.drain_for < 0) return bad("job '", job.id, "' drains for unknown job '", js.drain_for(), "'");
+    }
+    for (const auto& v : js.victims()) {
+      const int vj = s.FindJob(v);
+      if (vj < 0) return bad("job '", job.id, "' waits for unknown victim '", v, "'");
+      job.victims.push_back(vj);
+    }
+    job.victims_left = static_cast<int>(job.victims.size());
+    for (const auto& h : js.holds()) {
+      auto team = s.config().node_index.find(h.team());
+      auto cluster = s.config().cluster_index.find(h.cluster());
+      if (team == s.config().node_index.end() || cluster == s.config().cluster_index.end()) {
+        return bad("job '", job.id, "' holds capacity of unknown team or cluster");
+      }
+      Job::Hold hold{team->second, cluster->second, std::vector<Quantity>(s.R(), 0)};
+      for (const auto& [name, q] : h.amount()) {
+        auto r = s.config().resource_index.find(name);
+        if (r == s.config().resource_index.end()) return bad("hold of unknown resource '", name, "'");
+        hold.amount[r->second] = q;
+      }
+      s.AddUsage(hold.leaf, hold.cluster, hold.amount, +1);
+      job.holds.push_back(std::move(hold));
+    }
+    if (job.phase == Phase::kDraining && job.drain_deadline >= 0) s.AddTimer(job.drain_deadline, j);
+    if (job.phase == Phase::kQueued && job.requeued_at >= 0 && job.requeued_at + backoff > s.now()) {
+      s.AddTimer(job.requeued_at + backoff, j);
+    }
+  }
+  return std::unique_ptr<Broker>(new Broker(std::move(state)));
+}
+
+}  // namespace tidegate::core
