@@ -1,0 +1,136 @@
+// The ledger's storage: an append-only journal of the commands the core
+// applied, snapshots of the core's state, and query tables (jobs, hourly
+// usage, loans) that reads are served from. DESIGN.md §1, issue 3.
+//
+// Two implementations pass one conformance suite (ledger/store_conformance.h):
+// SQLite (WAL, the default) and in-memory (tests, simulations).
+//
+// Threading: a Store is used by one writer thread; readers that need
+// concurrency open their own Store on the same file (SQLite WAL allows it).
+#ifndef TIDEGATE_LEDGER_STORE_H_
+#define TIDEGATE_LEDGER_STORE_H_
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+
+namespace tidegate::ledger {
+
+// One journalled command. `payload` is a serialized tidegate.v1.Command;
+// `checksum` is CRC-32 (zlib) of the payload, checked on every read.
+struct JournalRecord {
+  int64_t seq = 0;       // 1, 2, 3, ... without gaps.
+  int64_t at_ms = 0;     // the time the core applied it.
+  std::string kind;      // "submit", "finish", "tick", ... (for people and queries)
+  std::string payload;
+  uint32_t checksum = 0;
+};
+
+// The core's whole state (a serialized tidegate.v1.CoreSnapshot) after the
+// journal entry `seq` (0 = the initial state, before any command).
+struct SnapshotRecord {
+  int64_t seq = 0;
+  int64_t at_ms = 0;
+  std::string payload;
+};
+
+// Latest known state of one job (query table `jobs`).
+struct JobRow {
+  std::string job;
+  std::string team;
+  std::string cluster;
+  std::string state;        // queued, admitted, draining, ended, rejected
+  int64_t created_at_ms = 0;
+  int64_t admitted_at_ms = 0;  // 0 = never
+  int64_t ended_at_ms = 0;     // 0 = not ended
+  std::string reason;
+  std::string spec;         // serialized tidegate.v1.JobSpec
+};
+
+// Resource-seconds in one hour for one team (query table `usage_hourly`).
+// Rows with the same key are added together.
+struct UsageRow {
+  std::string team;
+  std::string resource;
+  int64_t hour_start_ms = 0;
+  double used = 0;
+  double borrowed = 0;
+  double lent = 0;
+  double queued = 0;
+};
+
+// Resource-seconds borrower used of lender's idle guarantee on one UTC day
+// (query table `loans`). Rows with the same key are added together.
+struct LoanRow {
+  std::string borrower;
+  std::string lender;
+  std::string resource;
+  std::string day;  // YYYY-MM-DD
+  double amount = 0;
+};
+
+// What one group commit writes, in one transaction: all or nothing.
+struct Batch {
+  std::vector<JournalRecord> journal;   // seqs continue LastSeq() without gaps.
+  std::vector<JobRow> jobs;             // upserts by job id.
+  std::vector<UsageRow> usage;          // added to existing rows.
+  std::vector<LoanRow> loans;           // added to existing rows.
+  std::optional<SnapshotRecord> snapshot;
+};
+
+struct JobFilter {
+  std::string team;   // empty = all
+  std::string state;  // empty = all
+};
+
+class Store {
+ public:
+  virtual ~Store() = default;
+
+  // Writes the batch atomically and durably (per the store's sync option).
+  // FAILED_PRECONDITION if the journal seqs do not continue LastSeq().
+  virtual absl::Status Commit(const Batch& batch) = 0;
+
+  virtual absl::StatusOr<int64_t> LastSeq() = 0;  // 0 when empty.
+  // The snapshot with the highest seq, or nullopt when there is none.
+  virtual absl::StatusOr<std::optional<SnapshotRecord>> LatestSnapshot() = 0;
+  // The snapshot with the lowest seq (the initial state), or nullopt.
+  virtual absl::StatusOr<std::optional<SnapshotRecord>> EarliestSnapshot() = 0;
+  // Calls fn for every entry with seq > after_seq in order; stops at the
+  // first error fn returns. DATA_LOSS when a checksum does not match.
+  virtual absl::Status ReadJournal(int64_t after_seq,
+                                   const std::function<absl::Status(const JournalRecord&)>& fn) = 0;
+
+  virtual absl::StatusOr<std::vector<JobRow>> Jobs(const JobFilter& filter) = 0;
+  virtual absl::StatusOr<std::optional<JobRow>> Job(const std::string& id) = 0;
+  // Usage rows of `team` (empty = all) with hour_start_ms >= since_ms.
+  virtual absl::StatusOr<std::vector<UsageRow>> Usage(const std::string& team, int64_t since_ms) = 0;
+  // Loans where `team` (empty = all) is borrower or lender, day >= since_day.
+  virtual absl::StatusOr<std::vector<LoanRow>> Loans(const std::string& team, const std::string& since_day) = 0;
+};
+
+std::unique_ptr<Store> NewMemoryStore();
+
+struct SqliteOptions {
+  // PRAGMA synchronous: FULL (default) makes every commit durable across a
+  // power loss; NORMAL only across a process crash (WAL).
+  bool synchronous_full = true;
+  bool read_only = false;
+};
+// Opens (creating if missing) a SQLite ledger at `path`, running forward
+// schema migrations. FAILED_PRECONDITION naming the versions when the file's
+// schema is newer than this binary knows.
+absl::StatusOr<std::unique_ptr<Store>> OpenSqliteStore(const std::string& path, const SqliteOptions& options);
+
+// CRC-32 of a payload, as stored in JournalRecord::checksum.
+uint32_t Checksum(const std::string& payload);
+
+}  // namespace tidegate::ledger
+
+#endif  // TIDEGATE_LEDGER_STORE_H_
