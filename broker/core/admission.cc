@@ -1,6 +1,7 @@
 #include "broker/core/admission.h"
 
 #include <algorithm>
+#include <functional>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -389,37 +390,56 @@ void Admission::ClassicalPass() {
 
 void Admission::FairSharePass() {
   // Descend from the root choosing the child with the lowest share at each
-  // level (ties: config order), shares recomputed after each admission.
-  std::vector<bool> done(s_.config().nodes.size(), false);  // subtree has nothing left to try
-  absl::flat_hash_map<int, std::set<QueueKey>::const_iterator> cursor;
-  while (!done[kRootNode]) {
+  // level, shares recomputed after each admission. Equal shares: the child
+  // whose next job comes first in queue order (priority, created_at, id),
+  // as Kueue orders its heads; then config order.
+  const size_t N = s_.config().nodes.size();
+  std::vector<bool> done(N, false);  // subtree has nothing left to try.
+  std::vector<std::set<QueueKey>::const_iterator> cursor(N);
+  std::vector<bool> eligible(N, false);  // had jobs when the pass began.
+  for (int t : s_.teams_with_pending()) {
+    cursor[t] = s_.ns(t).pending.begin();
+    eligible[t] = true;
+  }
+  // The next job to try in n's subtree, or nullptr (marks n done).
+  std::function<const QueueKey*(int)> head = [&](int n) -> const QueueKey* {
+    if (done[n]) return nullptr;
+    if (s_.node(n).leaf && n != kRootNode) {
+      if (!eligible[n] || cursor[n] == s_.ns(n).pending.end()) {
+        done[n] = true;
+        return nullptr;
+      }
+      return &*cursor[n];
+    }
+    const QueueKey* best = nullptr;
+    for (int c : s_.node(n).children) {
+      const QueueKey* h = head(c);
+      if (h && (!best || *h < *best)) best = h;
+    }
+    if (!best) done[n] = true;
+    return best;
+  };
+  while (head(kRootNode)) {
     int n = kRootNode;
     while (!s_.node(n).leaf || n == kRootNode) {
       int best = -1;
       Share best_share;
+      const QueueKey* best_head = nullptr;
       for (int c : s_.node(n).children) {
-        if (done[c]) continue;
+        const QueueKey* h = head(c);
+        if (!h) continue;
         const Share sh = ShareOf(s_, c);
-        if (best < 0 || sh < best_share) {
+        const int cmp = best < 0 ? -1 : Compare(sh, best_share);
+        if (cmp < 0 || (cmp == 0 && *h < *best_head)) {
           best = c;
           best_share = sh;
+          best_head = h;
         }
       }
-      if (best < 0) break;
       n = best;
     }
-    if (n == kRootNode || !s_.node(n).leaf) {
-      done[n] = true;
-      continue;
-    }
-    const NodeState& ns = s_.ns(n);
-    auto [it, inserted] = cursor.try_emplace(n, ns.pending.begin());
-    if (it->second == ns.pending.end()) {
-      done[n] = true;
-      continue;
-    }
-    const int j = it->second->job;
-    ++it->second;
+    const int j = cursor[n]->job;
+    ++cursor[n];
     Job& job = s_.job(j);
     bool blocked;
     if (job.victims_left > 0 || job.exceeds_max || job.parked_stamp == s_.change_stamp()) {
