@@ -94,7 +94,12 @@ class Store {
   virtual ~Store() = default;
 
   // Writes the batch atomically and durably (per the store's sync option).
-  // FAILED_PRECONDITION if the journal seqs do not continue LastSeq().
+  // FAILED_PRECONDITION if the journal seqs do not continue LastSeq(), or the
+  // snapshot's seq is after the journal's new end; INVALID_ARGUMENT if a
+  // checksum is not Checksum(payload), a key (job id, team, resource,
+  // borrower, lender) is empty or a day is not YYYY-MM-DD. Either way nothing
+  // is written (ledger/batch_rules.h). An empty batch is a no-op.
+  // Snapshots kept: the earliest and the 3 latest; older ones are pruned.
   virtual absl::Status Commit(const Batch& batch) = 0;
 
   virtual absl::StatusOr<int64_t> LastSeq() = 0;  // 0 when empty.
@@ -103,15 +108,20 @@ class Store {
   // The snapshot with the lowest seq (the initial state), or nullopt.
   virtual absl::StatusOr<std::optional<SnapshotRecord>> EarliestSnapshot() = 0;
   // Calls fn for every entry with seq > after_seq in order; stops at the
-  // first error fn returns. DATA_LOSS when a checksum does not match.
+  // first error fn returns. DATA_LOSS when a checksum does not match or a seq
+  // is missing; the damaged entry is not passed to fn, and the status carries
+  // its seq (ledger/journal_damage.h: DamageOf). fn may call the store.
   virtual absl::Status ReadJournal(int64_t after_seq,
                                    const std::function<absl::Status(const JournalRecord&)>& fn) = 0;
 
+  // Ordered by (created_at_ms, job).
   virtual absl::StatusOr<std::vector<JobRow>> Jobs(const JobFilter& filter) = 0;
   virtual absl::StatusOr<std::optional<JobRow>> Job(const std::string& id) = 0;
-  // Usage rows of `team` (empty = all) with hour_start_ms >= since_ms.
+  // Usage rows of `team` (empty = all) with hour_start_ms >= since_ms,
+  // ordered by (team, resource, hour_start_ms).
   virtual absl::StatusOr<std::vector<UsageRow>> Usage(const std::string& team, int64_t since_ms) = 0;
-  // Loans where `team` (empty = all) is borrower or lender, day >= since_day.
+  // Loans where `team` (empty = all) is borrower or lender, day >= since_day,
+  // ordered by (day, borrower, lender, resource).
   virtual absl::StatusOr<std::vector<LoanRow>> Loans(const std::string& team, const std::string& since_day) = 0;
 };
 
@@ -125,7 +135,10 @@ struct SqliteOptions {
 };
 // Opens (creating if missing) a SQLite ledger at `path`, running forward
 // schema migrations. FAILED_PRECONDITION naming the versions when the file's
-// schema is newer than this binary knows.
+// schema is newer than this binary knows. read_only: NOT_FOUND when the file
+// is missing; FAILED_PRECONDITION when it is not at this binary's schema
+// version (a reader cannot migrate). A read-only store's Commit fails
+// FAILED_PRECONDITION.
 absl::StatusOr<std::unique_ptr<Store>> OpenSqliteStore(const std::string& path, const SqliteOptions& options);
 
 // CRC-32 of a payload, as stored in JournalRecord::checksum.

@@ -1,0 +1,194 @@
+// Accountant: expected resource-seconds written inline.
+#include "ledger/accounting.h"
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace tidegate::ledger {
+namespace {
+
+using ::testing::DoubleEq;
+using ::testing::ElementsAre;
+using ::testing::FieldsAre;
+using ::testing::IsEmpty;
+
+constexpr int64_t kMinute = 60'000;
+constexpr int64_t kHour = 60 * kMinute;
+constexpr int64_t kMar1 = 1'709'251'200'000;  // 2024-03-01T00:00:00Z
+
+class Leaf {
+ public:
+  explicit Leaf(std::string team) {
+    leaf_.team = std::move(team);
+    leaf_.resource = "gpu";
+  }
+  Leaf& Resource(std::string resource) {
+    leaf_.resource = std::move(resource);
+    return *this;
+  }
+  Leaf& Guaranteed(int64_t g) {
+    leaf_.guaranteed = g;
+    return *this;
+  }
+  Leaf& Uses(int64_t used) {
+    leaf_.used = used;
+    return *this;
+  }
+  Leaf& LendLimit(int64_t limit) {
+    leaf_.lend_limit = limit;
+    return *this;
+  }
+  Leaf& Queued(int64_t queued) {
+    leaf_.queued = queued;
+    return *this;
+  }
+  operator LeafObservation() const { return leaf_; }
+
+ private:
+  LeafObservation leaf_;
+};
+
+// Holds `leaves` over [from_ms, to_ms) and returns the rows.
+AccountingRows Hold(int64_t from_ms, int64_t to_ms, std::vector<LeafObservation> leaves) {
+  Accountant accountant;
+  EXPECT_TRUE(accountant.Observe({from_ms, std::move(leaves)}).ok());
+  EXPECT_TRUE(accountant.AdvanceTo(to_ms).ok());
+  return accountant.TakeRows();
+}
+
+auto Usage(const std::string& team, int64_t hour, double used, double borrowed, double lent,
+           double queued) {
+  return FieldsAre(team, "gpu", hour, DoubleEq(used), DoubleEq(borrowed), DoubleEq(lent),
+                   DoubleEq(queued));
+}
+
+auto Loan(const std::string& borrower, const std::string& lender, const std::string& day,
+          double amount) {
+  return FieldsAre(borrower, lender, "gpu", day, DoubleEq(amount));
+}
+
+TEST(AccountantTest, BorrowingAcrossAnHourBoundarySplitsUsageByHour) {
+  // b borrows 4 of a's idle 8 from 00:30 to 02:00: 30 minutes in hour 0, 60 in hour 1.
+  AccountingRows rows =
+      Hold(30 * kMinute, 2 * kHour, {Leaf("a").Guaranteed(8), Leaf("b").Guaranteed(4).Uses(8)});
+  EXPECT_THAT(rows.usage,
+              ElementsAre(Usage("a", 0, 0, 0, 4 * 1800, 0), Usage("a", kHour, 0, 0, 4 * 3600, 0),
+                          Usage("b", 0, 8 * 1800, 4 * 1800, 0, 0),
+                          Usage("b", kHour, 8 * 3600, 4 * 3600, 0, 0)));
+  EXPECT_THAT(rows.loans, ElementsAre(Loan("b", "a", "1970-01-01", 4 * 5400)));
+}
+
+TEST(AccountantTest, LendersShareInProportionToTheirIdleLendableGuarantee) {
+  // b borrows 4; a has 6 idle, c has 2: a lends 3, c lends 1.
+  AccountingRows rows =
+      Hold(kMar1, kMar1 + 1000 * 1000,
+           {Leaf("a").Guaranteed(6), Leaf("b").Uses(4), Leaf("c").Guaranteed(4).Uses(2)});
+  EXPECT_THAT(rows.loans,
+              ElementsAre(Loan("b", "a", "2024-03-01", 3000), Loan("b", "c", "2024-03-01", 1000)));
+  EXPECT_THAT(rows.usage,
+              ElementsAre(Usage("a", kMar1, 0, 0, 3000, 0), Usage("b", kMar1, 4000, 4000, 0, 0),
+                          Usage("c", kMar1, 2000, 0, 1000, 0)));
+}
+
+TEST(AccountantTest, BorrowersShareEachLenderByWhatTheyBorrow) {
+  // b1 borrows 3, b2 borrows 1, all of it from a's idle 8.
+  AccountingRows rows =
+      Hold(kMar1, kMar1 + 1000 * 1000,
+           {Leaf("a").Guaranteed(8), Leaf("b1").Uses(3), Leaf("b2").Guaranteed(1).Uses(2)});
+  EXPECT_THAT(rows.loans, ElementsAre(Loan("b1", "a", "2024-03-01", 3000),
+                                      Loan("b2", "a", "2024-03-01", 1000)));
+  EXPECT_THAT(rows.usage[0], Usage("a", kMar1, 0, 0, 4000, 0));
+}
+
+TEST(AccountantTest, LendLimitCapsTheIdleGuaranteeAndThePoolLendsTheRest) {
+  // a has 8 idle but lends at most 2; b borrows 4: 2 from a, 2 from the pool.
+  AccountingRows rows =
+      Hold(kMar1, kMar1 + 1000 * 1000, {Leaf("a").Guaranteed(8).LendLimit(2), Leaf("b").Uses(4)});
+  EXPECT_THAT(rows.loans, ElementsAre(Loan("b", "(pool)", "2024-03-01", 2000),
+                                      Loan("b", "a", "2024-03-01", 2000)));
+  EXPECT_THAT(rows.usage[0], Usage("a", kMar1, 0, 0, 2000, 0));
+}
+
+TEST(AccountantTest, WithNoIdleGuaranteeAnywhereThePoolLendsEverything) {
+  // a is exactly at its guarantee, so it lends nothing.
+  AccountingRows rows =
+      Hold(kMar1, kMar1 + 1000 * 1000, {Leaf("a").Guaranteed(4).Uses(4), Leaf("b").Uses(2)});
+  EXPECT_THAT(rows.loans, ElementsAre(Loan("b", "(pool)", "2024-03-01", 2000)));
+}
+
+TEST(AccountantTest, LoansSplitAtUtcMidnight) {
+  // 23:00 on March 1st to 01:00 on March 2nd, borrowing 4.
+  AccountingRows rows =
+      Hold(kMar1 + 23 * kHour, kMar1 + 25 * kHour, {Leaf("a").Guaranteed(8), Leaf("b").Uses(4)});
+  EXPECT_THAT(rows.loans, ElementsAre(Loan("b", "a", "2024-03-01", 4 * 3600),
+                                      Loan("b", "a", "2024-03-02", 4 * 3600)));
+  EXPECT_EQ(rows.usage.size(), 4u);  // a and b, two hours each
+}
+
+TEST(AccountantTest, QueuedDemandIsIntegratedLikeUse) {
+  AccountingRows rows = Hold(0, 30 * kMinute, {Leaf("a").Guaranteed(8).Queued(16)});
+  EXPECT_THAT(rows.usage, ElementsAre(Usage("a", 0, 0, 0, 0, 16 * 1800)));
+  EXPECT_THAT(rows.loans, IsEmpty());
+}
+
+TEST(AccountantTest, IdleGuaranteeNobodyBorrowsWritesNoRows) {
+  AccountingRows rows = Hold(0, kHour, {Leaf("a").Guaranteed(8), Leaf("b").Guaranteed(8).Uses(8)});
+  EXPECT_THAT(rows.usage, ElementsAre(Usage("b", 0, 8 * 3600, 0, 0, 0)));
+  EXPECT_THAT(rows.loans, IsEmpty());
+}
+
+TEST(AccountantTest, ResourcesAreAccountedSeparately) {
+  // a borrows gpu from b and lends cpu to b.
+  AccountingRows rows =
+      Hold(kMar1, kMar1 + 1000 * 1000,
+           {Leaf("a").Uses(2), Leaf("b").Guaranteed(4), Leaf("a").Resource("cpu").Guaranteed(1000),
+            Leaf("b").Resource("cpu").Uses(500)});
+  EXPECT_THAT(rows.loans, ElementsAre(FieldsAre("a", "b", "gpu", "2024-03-01", DoubleEq(2000)),
+                                      FieldsAre("b", "a", "cpu", "2024-03-01", DoubleEq(500'000))));
+}
+
+TEST(AccountantTest, StateHoldsUntilTheNextObservationAndRowsMergeByKey) {
+  Accountant accountant;
+  ASSERT_TRUE(accountant.Observe({0, {Leaf("a").Guaranteed(8).Uses(2)}}).ok());
+  ASSERT_TRUE(accountant.Observe({10 * kMinute, {Leaf("a").Guaranteed(8).Uses(6)}}).ok());
+  ASSERT_TRUE(accountant.AdvanceTo(15 * kMinute).ok());
+  ASSERT_TRUE(accountant.AdvanceTo(20 * kMinute).ok());
+  // 2 for 600 s, then 6 for 600 s: one row.
+  EXPECT_THAT(accountant.TakeRows().usage, ElementsAre(Usage("a", 0, 2 * 600 + 6 * 600, 0, 0, 0)));
+  EXPECT_THAT(accountant.TakeRows().usage, IsEmpty());
+  ASSERT_TRUE(accountant.AdvanceTo(21 * kMinute).ok());
+  EXPECT_THAT(accountant.TakeRows().usage, ElementsAre(Usage("a", 0, 6 * 60, 0, 0, 0)));
+}
+
+TEST(AccountantTest, RefusesTimeGoingBackwardsAndKeepsItsState) {
+  Accountant accountant;
+  ASSERT_TRUE(accountant.Observe({10 * kMinute, {Leaf("a").Uses(1)}}).ok());
+  EXPECT_EQ(accountant.Observe({5 * kMinute, {Leaf("a").Uses(9)}}).code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(accountant.AdvanceTo(5 * kMinute).code(), absl::StatusCode::kInvalidArgument);
+  ASSERT_TRUE(accountant.AdvanceTo(20 * kMinute).ok());
+  EXPECT_THAT(accountant.TakeRows().usage, ElementsAre(Usage("a", 0, 600, 600, 0, 0)));
+}
+
+TEST(AccountantTest, RefusesBadObservations) {
+  Accountant accountant;
+  EXPECT_EQ(accountant.Observe({0, {Leaf("a"), Leaf("a")}}).code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(accountant.Observe({0, {Leaf("a").Uses(-1)}}).code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(accountant.Observe({0, {Leaf("a").LendLimit(-1)}}).code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(accountant.Observe({0, {Leaf("")}}).code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_TRUE(accountant.Observe({0, {Leaf("a"), Leaf("a").Resource("cpu")}}).ok());
+}
+
+TEST(AccountantTest, AdvancingBeforeTheFirstObservationDoesNothing) {
+  Accountant accountant;
+  EXPECT_TRUE(accountant.AdvanceTo(kHour).ok());
+  ASSERT_TRUE(accountant.Observe({0, {Leaf("a").Uses(1)}}).ok());  // earlier than the advance: fine
+  ASSERT_TRUE(accountant.AdvanceTo(kMinute).ok());
+  EXPECT_THAT(accountant.TakeRows().usage, ElementsAre(Usage("a", 0, 60, 60, 0, 0)));
+}
+
+}  // namespace
+}  // namespace tidegate::ledger

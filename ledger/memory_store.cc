@@ -1,0 +1,183 @@
+// The in-memory Store: ordered maps behind one mutex. Commit validates the
+// whole batch first (batch_rules.h) and then only inserts into maps, which
+// cannot fail, so a refused batch changes nothing.
+#include "ledger/memory_store.h"
+
+#include <algorithm>
+#include <map>
+#include <string>
+#include <tuple>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
+#include "ledger/batch_rules.h"
+#include "ledger/journal_damage.h"
+
+namespace tidegate::ledger {
+namespace {
+
+using UsageKey = std::tuple<std::string, std::string, int64_t>;  // team, resource, hour
+using LoanKey = std::tuple<std::string, std::string, std::string, std::string>;  // b, l, r, day
+
+class MemoryStore final : public Store {
+ public:
+  absl::Status Commit(const Batch& batch) override {
+    absl::MutexLock lock(&mu_);
+    if (absl::Status s = ValidateBatch(batch, LastSeqLocked()); !s.ok()) return s;
+    for (const JournalRecord& record : batch.journal) journal_[record.seq] = record;
+    for (const JobRow& job : batch.jobs) jobs_[job.job] = job;
+    for (const UsageRow& row : batch.usage) {
+      auto [it, inserted] =
+          usage_.try_emplace(UsageKey{row.team, row.resource, row.hour_start_ms}, row);
+      if (!inserted) {
+        it->second.used += row.used;
+        it->second.borrowed += row.borrowed;
+        it->second.lent += row.lent;
+        it->second.queued += row.queued;
+      }
+    }
+    for (const LoanRow& row : batch.loans) {
+      auto [it, inserted] =
+          loans_.try_emplace(LoanKey{row.borrower, row.lender, row.resource, row.day}, row);
+      if (!inserted) it->second.amount += row.amount;
+    }
+    if (batch.snapshot.has_value()) {
+      snapshots_[batch.snapshot->seq] = *batch.snapshot;
+      PruneSnapshotsLocked();
+    }
+    return absl::OkStatus();
+  }
+
+  absl::StatusOr<int64_t> LastSeq() override {
+    absl::MutexLock lock(&mu_);
+    return LastSeqLocked();
+  }
+
+  absl::StatusOr<std::optional<SnapshotRecord>> LatestSnapshot() override {
+    absl::MutexLock lock(&mu_);
+    if (snapshots_.empty()) return std::nullopt;
+    return snapshots_.rbegin()->second;
+  }
+
+  absl::StatusOr<std::optional<SnapshotRecord>> EarliestSnapshot() override {
+    absl::MutexLock lock(&mu_);
+    if (snapshots_.empty()) return std::nullopt;
+    return snapshots_.begin()->second;
+  }
+
+  absl::Status ReadJournal(int64_t after_seq,
+                           const std::function<absl::Status(const JournalRecord&)>& fn) override {
+    // One entry at a time, calling fn without the lock so it may use the store.
+    int64_t expected = std::max<int64_t>(after_seq, 0) + 1;
+    for (;;) {
+      JournalRecord record;
+      {
+        absl::MutexLock lock(&mu_);
+        auto it = journal_.lower_bound(expected);
+        if (it == journal_.end()) return absl::OkStatus();
+        record = it->second;
+      }
+      if (absl::Status s = CheckStoredRecord(record, expected); !s.ok()) return s;
+      if (absl::Status s = fn(record); !s.ok()) return s;
+      expected = record.seq + 1;
+    }
+  }
+
+  absl::StatusOr<std::vector<JobRow>> Jobs(const JobFilter& filter) override {
+    absl::MutexLock lock(&mu_);
+    std::vector<JobRow> out;
+    for (const auto& [id, job] : jobs_) {
+      if (!filter.team.empty() && job.team != filter.team) continue;
+      if (!filter.state.empty() && job.state != filter.state) continue;
+      out.push_back(job);
+    }
+    std::sort(out.begin(), out.end(), [](const JobRow& a, const JobRow& b) {
+      return std::tie(a.created_at_ms, a.job) < std::tie(b.created_at_ms, b.job);
+    });
+    return out;
+  }
+
+  absl::StatusOr<std::optional<JobRow>> Job(const std::string& id) override {
+    absl::MutexLock lock(&mu_);
+    auto it = jobs_.find(id);
+    if (it == jobs_.end()) return std::nullopt;
+    return it->second;
+  }
+
+  absl::StatusOr<std::vector<UsageRow>> Usage(const std::string& team, int64_t since_ms) override {
+    absl::MutexLock lock(&mu_);
+    std::vector<UsageRow> out;  // the map's order is (team, resource, hour): the contract's
+    for (const auto& [key, row] : usage_) {
+      if ((team.empty() || row.team == team) && row.hour_start_ms >= since_ms) out.push_back(row);
+    }
+    return out;
+  }
+
+  absl::StatusOr<std::vector<LoanRow>> Loans(const std::string& team,
+                                             const std::string& since_day) override {
+    absl::MutexLock lock(&mu_);
+    std::vector<LoanRow> out;
+    for (const auto& [key, row] : loans_) {
+      const bool involved = team.empty() || row.borrower == team || row.lender == team;
+      if (involved && row.day >= since_day) out.push_back(row);
+    }
+    std::sort(out.begin(), out.end(), [](const LoanRow& a, const LoanRow& b) {
+      return std::tie(a.day, a.borrower, a.lender, a.resource) <
+             std::tie(b.day, b.borrower, b.lender, b.resource);
+    });
+    return out;
+  }
+
+  // Test hooks (memory_store.h).
+  absl::Status MutateForTest(int64_t seq, bool drop) {
+    absl::MutexLock lock(&mu_);
+    auto it = journal_.find(seq);
+    if (it == journal_.end()) return absl::NotFoundError(absl::StrCat("no journal seq ", seq));
+    if (drop) {
+      journal_.erase(it);
+    } else {
+      it->second.payload.push_back('!');
+    }
+    return absl::OkStatus();
+  }
+
+ private:
+  int64_t LastSeqLocked() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    return journal_.empty() ? 0 : journal_.rbegin()->first;
+  }
+
+  // Keeps the earliest snapshot and the kLatestSnapshotsKept latest.
+  void PruneSnapshotsLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    while (static_cast<int>(snapshots_.size()) > kLatestSnapshotsKept + 1) {
+      snapshots_.erase(std::next(snapshots_.begin()));
+    }
+  }
+
+  absl::Mutex mu_;
+  std::map<int64_t, JournalRecord> journal_ ABSL_GUARDED_BY(mu_);
+  std::map<int64_t, SnapshotRecord> snapshots_ ABSL_GUARDED_BY(mu_);
+  std::map<std::string, JobRow> jobs_ ABSL_GUARDED_BY(mu_);
+  std::map<UsageKey, UsageRow> usage_ ABSL_GUARDED_BY(mu_);
+  std::map<LoanKey, LoanRow> loans_ ABSL_GUARDED_BY(mu_);
+};
+
+absl::Status Mutate(Store& store, int64_t seq, bool drop) {
+  auto* memory = dynamic_cast<MemoryStore*>(&store);
+  if (memory == nullptr) return absl::InvalidArgumentError("not a memory store");
+  return memory->MutateForTest(seq, drop);
+}
+
+}  // namespace
+
+std::unique_ptr<Store> NewMemoryStore() { return std::make_unique<MemoryStore>(); }
+
+absl::Status CorruptMemoryJournalForTest(Store& store, int64_t seq) {
+  return Mutate(store, seq, /*drop=*/false);
+}
+
+absl::Status DropMemoryJournalEntryForTest(Store& store, int64_t seq) {
+  return Mutate(store, seq, /*drop=*/true);
+}
+
+}  // namespace tidegate::ledger

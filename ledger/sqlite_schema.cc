@@ -1,0 +1,154 @@
+#include "ledger/sqlite_schema.h"
+
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "ledger/sqlite_util.h"
+
+namespace tidegate::ledger {
+namespace {
+
+// kMigrations[i] takes version i to i+1. Append only.
+const char* const kMigrations[] = {
+    // 0 -> 1: the tables.
+    R"sql(
+CREATE TABLE meta(key TEXT PRIMARY KEY, value);
+CREATE TABLE journal(
+  seq INTEGER PRIMARY KEY,
+  at_ms INTEGER NOT NULL,
+  kind TEXT NOT NULL,
+  payload BLOB NOT NULL,
+  checksum INTEGER NOT NULL);
+CREATE TABLE snapshots(
+  seq INTEGER PRIMARY KEY,
+  at_ms INTEGER NOT NULL,
+  payload BLOB NOT NULL);
+CREATE TABLE jobs(
+  job TEXT PRIMARY KEY,
+  team TEXT NOT NULL,
+  cluster TEXT NOT NULL,
+  state TEXT NOT NULL,
+  created_at_ms INTEGER NOT NULL,
+  admitted_at_ms INTEGER NOT NULL,
+  ended_at_ms INTEGER NOT NULL,
+  reason TEXT NOT NULL,
+  spec BLOB NOT NULL);
+CREATE TABLE usage_hourly(
+  team TEXT NOT NULL,
+  resource TEXT NOT NULL,
+  hour_start_ms INTEGER NOT NULL,
+  used REAL NOT NULL,
+  borrowed REAL NOT NULL,
+  lent REAL NOT NULL,
+  queued REAL NOT NULL,
+  PRIMARY KEY(team, resource, hour_start_ms));
+CREATE TABLE loans(
+  borrower TEXT NOT NULL,
+  lender TEXT NOT NULL,
+  resource TEXT NOT NULL,
+  day TEXT NOT NULL,
+  amount REAL NOT NULL,
+  PRIMARY KEY(borrower, lender, resource, day));
+)sql",
+    // 1 -> 2: the CLI lists jobs in (created_at_ms, job) order, all or by
+    // team or state, and loans by lender as well as borrower (the primary key
+    // serves the borrower). Each index ends with the sort order, so listing
+    // 100k jobs needs no sort.
+    R"sql(
+CREATE INDEX jobs_by_created ON jobs(created_at_ms, job);
+CREATE INDEX jobs_by_team ON jobs(team, created_at_ms, job);
+CREATE INDEX jobs_by_state ON jobs(state, created_at_ms, job);
+CREATE INDEX loans_by_lender ON loans(lender, day);
+)sql",
+};
+static_assert(std::size(kMigrations) == kSchemaVersion);
+
+absl::StatusOr<bool> HasTable(sqlite3* db, const char* sql) {
+  sqlite3_stmt* stmt = nullptr;
+  int rc = sqlite3_prepare_v2(db, sql, -1, &stmt, nullptr);
+  if (rc != SQLITE_OK) return SqliteStatus(db, rc, "read sqlite_master");
+  rc = sqlite3_step(stmt);
+  const bool found = rc == SQLITE_ROW;
+  sqlite3_finalize(stmt);
+  if (rc != SQLITE_ROW && rc != SQLITE_DONE) return SqliteStatus(db, rc, "read sqlite_master");
+  return found;
+}
+
+absl::Status NewerThanBinary(const std::string& path, int64_t version) {
+  return absl::FailedPreconditionError(absl::StrCat(
+      path, ": ledger schema version ", version, " is newer than this binary's version ",
+      kSchemaVersion, "; run a tidegate that knows version ", version, " or later"));
+}
+
+}  // namespace
+
+absl::StatusOr<int64_t> ReadSchemaVersion(sqlite3* db, const std::string& path) {
+  absl::StatusOr<bool> has_meta =
+      HasTable(db, "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'meta'");
+  if (!has_meta.ok()) return has_meta.status();
+  if (!*has_meta) {
+    absl::StatusOr<bool> has_any = HasTable(db, "SELECT 1 FROM sqlite_master LIMIT 1");
+    if (!has_any.ok()) return has_any.status();
+    if (*has_any) {
+      return absl::FailedPreconditionError(
+          absl::StrCat(path, " is a SQLite database but not a tidegate ledger (no meta table)"));
+    }
+    return 0;
+  }
+  sqlite3_stmt* stmt = nullptr;
+  int rc = sqlite3_prepare_v2(db, "SELECT value FROM meta WHERE key = 'schema_version'", -1, &stmt,
+                              nullptr);
+  if (rc != SQLITE_OK) return SqliteStatus(db, rc, "read schema_version");
+  rc = sqlite3_step(stmt);
+  int64_t version = -1;
+  if (rc == SQLITE_ROW && sqlite3_column_type(stmt, 0) == SQLITE_INTEGER) {
+    version = sqlite3_column_int64(stmt, 0);
+  }
+  sqlite3_finalize(stmt);
+  if (rc != SQLITE_ROW && rc != SQLITE_DONE) return SqliteStatus(db, rc, "read schema_version");
+  if (version < 1) {
+    return absl::FailedPreconditionError(absl::StrCat(path, ": meta has no valid schema_version"));
+  }
+  return version;
+}
+
+absl::Status MigrateSchema(sqlite3* db, const std::string& path) {
+  // IMMEDIATE takes the write lock before reading the version, so two
+  // processes opening a new file cannot both run step 0.
+  if (absl::Status s = Exec(db, "BEGIN IMMEDIATE"); !s.ok()) return s;
+  absl::Status status = [&]() -> absl::Status {
+    absl::StatusOr<int64_t> version = ReadSchemaVersion(db, path);
+    if (!version.ok()) return version.status();
+    if (*version > kSchemaVersion) return NewerThanBinary(path, *version);
+    for (int64_t v = *version; v < kSchemaVersion; ++v) {
+      if (absl::Status s = Exec(db, kMigrations[v]); !s.ok()) {
+        return absl::Status(s.code(), absl::StrCat(path, ": migrating schema from version ", v,
+                                                   " to ", v + 1, ": ", std::string(s.message())));
+      }
+    }
+    if (*version == kSchemaVersion) return absl::OkStatus();
+    return Exec(
+        db, absl::StrCat("INSERT INTO meta(key, value) VALUES('schema_version', ", kSchemaVersion,
+                         ") ON CONFLICT(key) DO UPDATE SET value = excluded.value"));
+  }();
+  if (status.ok()) status = Exec(db, "COMMIT");
+  if (!status.ok() && sqlite3_get_autocommit(db) == 0) Exec(db, "ROLLBACK").IgnoreError();
+  return status;
+}
+
+absl::Status CheckSchemaForReading(sqlite3* db, const std::string& path) {
+  absl::StatusOr<int64_t> version = ReadSchemaVersion(db, path);
+  if (!version.ok()) return version.status();
+  if (*version == 0) {
+    return absl::FailedPreconditionError(absl::StrCat(path, " is empty: it has no ledger to read"));
+  }
+  if (*version > kSchemaVersion) return NewerThanBinary(path, *version);
+  if (*version < kSchemaVersion) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        path, ": ledger schema version ", *version, " is older than this binary's version ",
+        kSchemaVersion, "; open it read-write once (start tidegated) to migrate it"));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace tidegate::ledger

@@ -1,0 +1,346 @@
+// The SQLite Store (OpenSqliteStore in store.h): WAL, one transaction per
+// Commit, prepared statements cached per connection. Schema and migrations
+// are in sqlite_schema.h.
+//
+// Threading: one connection per Store, used by one thread at a time. Readers
+// that run beside the writer open their own Store with read_only = true; WAL
+// gives them the last committed state without blocking the writer.
+#include <sqlite3.h>
+
+#include <filesystem>
+#include <memory>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "ledger/batch_rules.h"
+#include "ledger/journal_damage.h"
+#include "ledger/sqlite_schema.h"
+#include "ledger/sqlite_util.h"
+#include "ledger/store.h"
+
+namespace tidegate::ledger {
+namespace {
+
+// Per-connection settings. Sorts and temporary indexes stay in memory (on a
+// slow disk a temp file made listing 30k jobs take 0.3 s); 16 MiB of page
+// cache keeps the hot b-tree pages of a 100k-job ledger in memory.
+constexpr char kConnectionPragmas[] = "PRAGMA temp_store = MEMORY; PRAGMA cache_size = -16384";
+
+// How long a statement waits for another connection's lock before failing
+// with UNAVAILABLE. Only a checkpoint or a second writer ever holds one long.
+constexpr int kBusyTimeoutMs = 5000;
+
+// Statements, named so StatementCache can key them by address.
+constexpr char kBegin[] = "BEGIN IMMEDIATE";
+constexpr char kCommit[] = "COMMIT";
+constexpr char kRollback[] = "ROLLBACK";
+constexpr char kLastSeq[] = "SELECT coalesce(max(seq), 0) FROM journal";
+constexpr char kInsertJournal[] =
+    "INSERT INTO journal(seq, at_ms, kind, payload, checksum) VALUES(?1, ?2, ?3, ?4, ?5)";
+constexpr char kUpsertJob[] =
+    "INSERT INTO jobs(job, team, cluster, state, created_at_ms, admitted_at_ms, ended_at_ms, "
+    "reason, spec) VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9) ON CONFLICT(job) DO UPDATE SET "
+    "team = excluded.team, cluster = excluded.cluster, state = excluded.state, "
+    "created_at_ms = excluded.created_at_ms, admitted_at_ms = excluded.admitted_at_ms, "
+    "ended_at_ms = excluded.ended_at_ms, reason = excluded.reason, spec = excluded.spec";
+constexpr char kAddUsage[] =
+    "INSERT INTO usage_hourly(team, resource, hour_start_ms, used, borrowed, lent, queued) "
+    "VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7) ON CONFLICT(team, resource, hour_start_ms) DO UPDATE SET "
+    "used = used + excluded.used, borrowed = borrowed + excluded.borrowed, "
+    "lent = lent + excluded.lent, queued = queued + excluded.queued";
+constexpr char kAddLoan[] =
+    "INSERT INTO loans(borrower, lender, resource, day, amount) VALUES(?1, ?2, ?3, ?4, ?5) "
+    "ON CONFLICT(borrower, lender, resource, day) DO UPDATE SET amount = amount + excluded.amount";
+constexpr char kPutSnapshot[] =
+    "INSERT OR REPLACE INTO snapshots(seq, at_ms, payload) VALUES(?1, ?2, ?3)";
+// Keeps the earliest snapshot and the ?1 latest.
+constexpr char kPruneSnapshots[] =
+    "DELETE FROM snapshots WHERE seq > (SELECT min(seq) FROM snapshots) "
+    "AND seq NOT IN (SELECT seq FROM snapshots ORDER BY seq DESC LIMIT ?1)";
+constexpr char kLatestSnapshot[] =
+    "SELECT seq, at_ms, payload FROM snapshots ORDER BY seq DESC LIMIT 1";
+constexpr char kEarliestSnapshot[] =
+    "SELECT seq, at_ms, payload FROM snapshots ORDER BY seq ASC LIMIT 1";
+constexpr char kReadJournal[] =
+    "SELECT seq, at_ms, kind, payload, checksum FROM journal WHERE seq > ?1 ORDER BY seq";
+#define TIDEGATE_JOB_COLUMNS                                                                    \
+  "SELECT job, team, cluster, state, created_at_ms, admitted_at_ms, ended_at_ms, reason, spec " \
+  "FROM jobs "
+// One statement per filter shape, so each can use its index.
+constexpr char kJobsAll[] = TIDEGATE_JOB_COLUMNS "ORDER BY created_at_ms, job";
+constexpr char kJobsByTeam[] = TIDEGATE_JOB_COLUMNS "WHERE team = ?1 ORDER BY created_at_ms, job";
+constexpr char kJobsByState[] = TIDEGATE_JOB_COLUMNS "WHERE state = ?2 ORDER BY created_at_ms, job";
+constexpr char kJobsByTeamState[] =
+    TIDEGATE_JOB_COLUMNS "WHERE team = ?1 AND state = ?2 ORDER BY created_at_ms, job";
+constexpr char kJobById[] = TIDEGATE_JOB_COLUMNS "WHERE job = ?1";
+#undef TIDEGATE_JOB_COLUMNS
+constexpr char kUsageAll[] =
+    "SELECT team, resource, hour_start_ms, used, borrowed, lent, queued FROM usage_hourly "
+    "WHERE hour_start_ms >= ?2 ORDER BY team, resource, hour_start_ms";
+constexpr char kUsageOfTeam[] =
+    "SELECT team, resource, hour_start_ms, used, borrowed, lent, queued FROM usage_hourly "
+    "WHERE team = ?1 AND hour_start_ms >= ?2 ORDER BY team, resource, hour_start_ms";
+constexpr char kLoansAll[] =
+    "SELECT borrower, lender, resource, day, amount FROM loans WHERE day >= ?2 "
+    "ORDER BY day, borrower, lender, resource";
+constexpr char kLoansOfTeam[] =
+    "SELECT borrower, lender, resource, day, amount FROM loans "
+    "WHERE (borrower = ?1 OR lender = ?1) AND day >= ?2 ORDER BY day, borrower, lender, resource";
+
+#define TIDEGATE_RETURN_IF_ERROR(expr)                 \
+  do {                                                 \
+    if (absl::Status s_ = (expr); !s_.ok()) return s_; \
+  } while (0)
+#define TIDEGATE_ASSIGN_STMT(var, cache, sql)            \
+  absl::StatusOr<Statement> var##_or = (cache).Get(sql); \
+  if (!var##_or.ok()) return var##_or.status();          \
+  Statement& var = *var##_or
+
+using Connection = std::unique_ptr<sqlite3, int (*)(sqlite3*)>;
+
+class SqliteStore final : public Store {
+ public:
+  SqliteStore(Connection db, bool read_only)
+      : connection_(std::move(db)), db_(connection_.get()), read_only_(read_only), cache_(db_) {}
+
+  absl::Status Commit(const Batch& batch) override {
+    if (read_only_) return absl::FailedPreconditionError("ledger store is open read-only");
+    if (batch.journal.empty() && batch.jobs.empty() && batch.usage.empty() && batch.loans.empty() &&
+        !batch.snapshot.has_value()) {
+      return absl::OkStatus();
+    }
+    TIDEGATE_RETURN_IF_ERROR(Run(kBegin));
+    absl::Status status = WriteBatch(batch);
+    if (status.ok()) status = Run(kCommit);
+    // A failed statement or COMMIT (e.g. SQLITE_BUSY) can leave the
+    // transaction open; roll it back so nothing of the batch stays.
+    if (!status.ok() && sqlite3_get_autocommit(db_) == 0) Run(kRollback).IgnoreError();
+    return status;
+  }
+
+  absl::StatusOr<int64_t> LastSeq() override {
+    TIDEGATE_ASSIGN_STMT(stmt, cache_, kLastSeq);
+    absl::StatusOr<bool> row = stmt.Step();
+    if (!row.ok()) return row.status();
+    return stmt.Int(0);
+  }
+
+  absl::StatusOr<std::optional<SnapshotRecord>> LatestSnapshot() override {
+    return ReadSnapshot(kLatestSnapshot);
+  }
+  absl::StatusOr<std::optional<SnapshotRecord>> EarliestSnapshot() override {
+    return ReadSnapshot(kEarliestSnapshot);
+  }
+
+  absl::Status ReadJournal(int64_t after_seq,
+                           const std::function<absl::Status(const JournalRecord&)>& fn) override {
+    const int64_t from = std::max<int64_t>(after_seq, 0);
+    TIDEGATE_ASSIGN_STMT(stmt, cache_, kReadJournal);
+    stmt.BindInt(1, from);
+    for (int64_t expected = from + 1;; ++expected) {
+      absl::StatusOr<bool> row = stmt.Step();
+      if (!row.ok()) return row.status();
+      if (!*row) return absl::OkStatus();
+      JournalRecord record;
+      record.seq = stmt.Int(0);
+      record.at_ms = stmt.Int(1);
+      record.kind = stmt.Text(2);
+      record.payload = stmt.Blob(3);
+      record.checksum = static_cast<uint32_t>(stmt.Int(4));
+      TIDEGATE_RETURN_IF_ERROR(CheckStoredRecord(record, expected));
+      TIDEGATE_RETURN_IF_ERROR(fn(record));
+    }
+  }
+
+  absl::StatusOr<std::vector<JobRow>> Jobs(const JobFilter& filter) override {
+    const char* sql = filter.team.empty() ? (filter.state.empty() ? kJobsAll : kJobsByState)
+                                          : (filter.state.empty() ? kJobsByTeam : kJobsByTeamState);
+    TIDEGATE_ASSIGN_STMT(stmt, cache_, sql);
+    if (!filter.team.empty()) stmt.BindText(1, filter.team);
+    if (!filter.state.empty()) stmt.BindText(2, filter.state);
+    std::vector<JobRow> out;
+    for (;;) {
+      absl::StatusOr<bool> row = stmt.Step();
+      if (!row.ok()) return row.status();
+      if (!*row) return out;
+      out.push_back(ReadJob(stmt));
+    }
+  }
+
+  absl::StatusOr<std::optional<JobRow>> Job(const std::string& id) override {
+    TIDEGATE_ASSIGN_STMT(stmt, cache_, kJobById);
+    stmt.BindText(1, id);
+    absl::StatusOr<bool> row = stmt.Step();
+    if (!row.ok()) return row.status();
+    if (!*row) return std::nullopt;
+    return ReadJob(stmt);
+  }
+
+  absl::StatusOr<std::vector<UsageRow>> Usage(const std::string& team, int64_t since_ms) override {
+    TIDEGATE_ASSIGN_STMT(stmt, cache_, team.empty() ? kUsageAll : kUsageOfTeam);
+    if (!team.empty()) stmt.BindText(1, team);
+    stmt.BindInt(2, since_ms);
+    std::vector<UsageRow> out;
+    for (;;) {
+      absl::StatusOr<bool> row = stmt.Step();
+      if (!row.ok()) return row.status();
+      if (!*row) return out;
+      out.push_back(UsageRow{stmt.Text(0), stmt.Text(1), stmt.Int(2), stmt.Real(3), stmt.Real(4),
+                             stmt.Real(5), stmt.Real(6)});
+    }
+  }
+
+  absl::StatusOr<std::vector<LoanRow>> Loans(const std::string& team,
+                                             const std::string& since_day) override {
+    TIDEGATE_ASSIGN_STMT(stmt, cache_, team.empty() ? kLoansAll : kLoansOfTeam);
+    if (!team.empty()) stmt.BindText(1, team);
+    stmt.BindText(2, since_day);
+    std::vector<LoanRow> out;
+    for (;;) {
+      absl::StatusOr<bool> row = stmt.Step();
+      if (!row.ok()) return row.status();
+      if (!*row) return out;
+      out.push_back(LoanRow{stmt.Text(0), stmt.Text(1), stmt.Text(2), stmt.Text(3), stmt.Real(4)});
+    }
+  }
+
+ private:
+  absl::Status Run(const char* sql) {
+    TIDEGATE_ASSIGN_STMT(stmt, cache_, sql);
+    return stmt.Run();
+  }
+
+  // Inside the transaction: validate against the committed journal, then write.
+  absl::Status WriteBatch(const Batch& batch) {
+    absl::StatusOr<int64_t> last = LastSeq();
+    if (!last.ok()) return last.status();
+    TIDEGATE_RETURN_IF_ERROR(ValidateBatch(batch, *last));
+    for (const JournalRecord& record : batch.journal) {
+      TIDEGATE_ASSIGN_STMT(stmt, cache_, kInsertJournal);
+      stmt.BindInt(1, record.seq);
+      stmt.BindInt(2, record.at_ms);
+      stmt.BindText(3, record.kind);
+      stmt.BindBlob(4, record.payload);
+      stmt.BindInt(5, record.checksum);
+      TIDEGATE_RETURN_IF_ERROR(stmt.Run());
+    }
+    for (const JobRow& job : batch.jobs) {
+      TIDEGATE_ASSIGN_STMT(stmt, cache_, kUpsertJob);
+      stmt.BindText(1, job.job);
+      stmt.BindText(2, job.team);
+      stmt.BindText(3, job.cluster);
+      stmt.BindText(4, job.state);
+      stmt.BindInt(5, job.created_at_ms);
+      stmt.BindInt(6, job.admitted_at_ms);
+      stmt.BindInt(7, job.ended_at_ms);
+      stmt.BindText(8, job.reason);
+      stmt.BindBlob(9, job.spec);
+      TIDEGATE_RETURN_IF_ERROR(stmt.Run());
+    }
+    for (const UsageRow& row : batch.usage) {
+      TIDEGATE_ASSIGN_STMT(stmt, cache_, kAddUsage);
+      stmt.BindText(1, row.team);
+      stmt.BindText(2, row.resource);
+      stmt.BindInt(3, row.hour_start_ms);
+      stmt.BindReal(4, row.used);
+      stmt.BindReal(5, row.borrowed);
+      stmt.BindReal(6, row.lent);
+      stmt.BindReal(7, row.queued);
+      TIDEGATE_RETURN_IF_ERROR(stmt.Run());
+    }
+    for (const LoanRow& row : batch.loans) {
+      TIDEGATE_ASSIGN_STMT(stmt, cache_, kAddLoan);
+      stmt.BindText(1, row.borrower);
+      stmt.BindText(2, row.lender);
+      stmt.BindText(3, row.resource);
+      stmt.BindText(4, row.day);
+      stmt.BindReal(5, row.amount);
+      TIDEGATE_RETURN_IF_ERROR(stmt.Run());
+    }
+    if (batch.snapshot.has_value()) {
+      {
+        TIDEGATE_ASSIGN_STMT(stmt, cache_, kPutSnapshot);
+        stmt.BindInt(1, batch.snapshot->seq);
+        stmt.BindInt(2, batch.snapshot->at_ms);
+        stmt.BindBlob(3, batch.snapshot->payload);
+        TIDEGATE_RETURN_IF_ERROR(stmt.Run());
+      }
+      TIDEGATE_ASSIGN_STMT(prune, cache_, kPruneSnapshots);
+      prune.BindInt(1, kLatestSnapshotsKept);
+      TIDEGATE_RETURN_IF_ERROR(prune.Run());
+    }
+    return absl::OkStatus();
+  }
+
+  absl::StatusOr<std::optional<SnapshotRecord>> ReadSnapshot(const char* sql) {
+    TIDEGATE_ASSIGN_STMT(stmt, cache_, sql);
+    absl::StatusOr<bool> row = stmt.Step();
+    if (!row.ok()) return row.status();
+    if (!*row) return std::nullopt;
+    return SnapshotRecord{stmt.Int(0), stmt.Int(1), stmt.Blob(2)};
+  }
+
+  static JobRow ReadJob(const Statement& stmt) {
+    return JobRow{stmt.Text(0), stmt.Text(1), stmt.Text(2), stmt.Text(3), stmt.Int(4),
+                  stmt.Int(5),  stmt.Int(6),  stmt.Text(7), stmt.Blob(8)};
+  }
+
+  // Declared before cache_ so the statements are finalized before the close.
+  Connection connection_;
+  sqlite3* const db_;
+  const bool read_only_;
+  StatementCache cache_;
+};
+
+// PRAGMA journal_mode answers with the mode it ended up in; anything but
+// "wal" (a :memory: path, a filesystem without shared memory) would silently
+// change the durability and concurrency the service relies on.
+absl::Status EnableWal(sqlite3* db, const std::string& path) {
+  sqlite3_stmt* stmt = nullptr;
+  int rc = sqlite3_prepare_v2(db, "PRAGMA journal_mode = WAL", -1, &stmt, nullptr);
+  if (rc != SQLITE_OK) return SqliteStatus(db, rc, "PRAGMA journal_mode");
+  rc = sqlite3_step(stmt);
+  std::string mode;
+  if (rc == SQLITE_ROW) mode = reinterpret_cast<const char*>(sqlite3_column_text(stmt, 0));
+  sqlite3_finalize(stmt);
+  if (rc != SQLITE_ROW) return SqliteStatus(db, rc, "PRAGMA journal_mode");
+  if (mode != "wal") {
+    return absl::FailedPreconditionError(
+        absl::StrCat(path, ": cannot use WAL journal mode (got \"", mode, "\")"));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<Store>> OpenSqliteStore(const std::string& path,
+                                                       const SqliteOptions& options) {
+  if (options.read_only && !std::filesystem::exists(path)) {
+    return absl::NotFoundError(absl::StrCat("ledger ", path, " does not exist"));
+  }
+  const int flags =
+      (options.read_only ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE) |
+      SQLITE_OPEN_NOMUTEX;
+  sqlite3* raw = nullptr;
+  const int rc = sqlite3_open_v2(path.c_str(), &raw, flags, nullptr);
+  // Close on every early return; ownership passes to the store at the end.
+  Connection db(raw, &sqlite3_close_v2);
+  if (rc != SQLITE_OK) return SqliteStatus(raw, rc, absl::StrCat("open ", path));
+  sqlite3_extended_result_codes(db.get(), 1);
+  sqlite3_busy_timeout(db.get(), kBusyTimeoutMs);
+  TIDEGATE_RETURN_IF_ERROR(Exec(db.get(), kConnectionPragmas));
+
+  if (options.read_only) {
+    // The WAL mode is a property of the file, set by the writer.
+    TIDEGATE_RETURN_IF_ERROR(CheckSchemaForReading(db.get(), path));
+  } else {
+    TIDEGATE_RETURN_IF_ERROR(EnableWal(db.get(), path));
+    TIDEGATE_RETURN_IF_ERROR(Exec(db.get(), options.synchronous_full
+                                                ? "PRAGMA synchronous = FULL"
+                                                : "PRAGMA synchronous = NORMAL"));
+    TIDEGATE_RETURN_IF_ERROR(MigrateSchema(db.get(), path));
+  }
+  return std::unique_ptr<Store>(std::make_unique<SqliteStore>(std::move(db), options.read_only));
+}
+
+}  // namespace tidegate::ledger

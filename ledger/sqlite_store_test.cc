@@ -1,0 +1,253 @@
+// The SQLite Store: the conformance suite, plus what only a file can show —
+// reopening, read-only readers, schema migration and refusal.
+// Faults come from a second, raw SQLite connection to the same file.
+#include <sqlite3.h>
+#include <stdlib.h>
+
+#include <filesystem>
+#include <string>
+
+#include "absl/strings/str_cat.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "ledger/sqlite_schema.h"
+#include "ledger/store_conformance.h"
+
+namespace tidegate::ledger {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::FieldsAre;
+using ::testing::HasSubstr;
+
+// A fresh directory, removed with everything in it at the end of the test.
+class TempDir {
+ public:
+  TempDir() {
+    std::string pattern =
+        (std::filesystem::temp_directory_path() / "tidegate-ledger-XXXXXX").string();
+    path_ = mkdtemp(pattern.data());
+  }
+  ~TempDir() { std::filesystem::remove_all(path_); }
+  std::string File(const std::string& name) const { return (path_ / name).string(); }
+
+ private:
+  std::filesystem::path path_;
+};
+
+// A plain connection to the same file: what an operator with the sqlite3
+// shell, or a disk error, could do behind the store's back.
+class RawDb {
+ public:
+  explicit RawDb(const std::string& path) { sqlite3_open(path.c_str(), &db_); }
+  ~RawDb() { sqlite3_close(db_); }
+  absl::Status Exec(const std::string& sql) {
+    char* error = nullptr;
+    const int rc = sqlite3_exec(db_, sql.c_str(), nullptr, nullptr, &error);
+    std::string message = error != nullptr ? error : "";
+    sqlite3_free(error);
+    return rc == SQLITE_OK ? absl::OkStatus() : absl::InternalError(message);
+  }
+  // The first column of the first row, as text.
+  std::string Query(const std::string& sql) {
+    sqlite3_stmt* stmt = nullptr;
+    std::string out;
+    if (sqlite3_prepare_v2(db_, sql.c_str(), -1, &stmt, nullptr) == SQLITE_OK &&
+        sqlite3_step(stmt) == SQLITE_ROW && sqlite3_column_text(stmt, 0) != nullptr) {
+      out = reinterpret_cast<const char*>(sqlite3_column_text(stmt, 0));
+    }
+    sqlite3_finalize(stmt);
+    return out;
+  }
+
+ private:
+  sqlite3* db_ = nullptr;
+};
+
+class SqliteHarness final : public StoreHarness {
+ public:
+  SqliteHarness() : path_(dir_.File("ledger.db")), store_(OpenSqliteStore(path_, {}).value()) {}
+  Store& store() override { return *store_; }
+  absl::Status CorruptJournalPayload(int64_t seq) override {
+    return RawDb(path_).Exec(
+        absl::StrCat("UPDATE journal SET payload = payload || X'21' WHERE seq = ", seq));
+  }
+  absl::Status DropJournalEntry(int64_t seq) override {
+    return RawDb(path_).Exec(absl::StrCat("DELETE FROM journal WHERE seq = ", seq));
+  }
+  absl::Status FailWritesOfLoansBorrowedBy(const std::string& borrower) override {
+    // The loans are the last rows Commit writes before the snapshot.
+    return RawDb(path_).Exec(
+        absl::StrCat("CREATE TRIGGER injected_fault BEFORE INSERT ON loans WHEN NEW.borrower = '",
+                     borrower, "' BEGIN SELECT RAISE(ABORT, 'injected fault'); END"));
+  }
+
+ private:
+  TempDir dir_;
+  std::string path_;
+  std::unique_ptr<Store> store_;
+};
+
+std::unique_ptr<StoreHarness> NewSqliteHarness() { return std::make_unique<SqliteHarness>(); }
+
+INSTANTIATE_TEST_SUITE_P(Sqlite, StoreConformanceTest, testing::Values(&NewSqliteHarness));
+
+JournalRecord Entry(int64_t seq) {
+  std::string payload = absl::StrCat("command ", seq);
+  return JournalRecord{seq, 1000 * seq, "submit", payload, Checksum(payload)};
+}
+
+Batch FullBatch(int64_t seq) {
+  Batch batch;
+  batch.journal = {Entry(seq)};
+  batch.jobs = {JobRow{"j1", "alpha", "c1", "admitted", 5, 6, 0, "", "spec"}};
+  batch.usage = {UsageRow{"alpha", "gpu", 0, 10, 1, 0, 2}};
+  batch.loans = {LoanRow{"alpha", "beta", "gpu", "2024-01-01", 4}};
+  batch.snapshot = SnapshotRecord{seq, 1000 * seq, absl::StrCat("state after ", seq)};
+  return batch;
+}
+
+SqliteOptions ReadOnly() {
+  SqliteOptions options;
+  options.read_only = true;
+  return options;
+}
+
+class SqliteStoreTest : public testing::Test {
+ protected:
+  TempDir dir_;
+  std::string path_ = dir_.File("ledger.db");
+};
+
+TEST_F(SqliteStoreTest, ReopeningKeepsEverything) {
+  {
+    auto store = OpenSqliteStore(path_, {}).value();
+    ASSERT_TRUE(store->Commit(FullBatch(1)).ok());
+    ASSERT_TRUE(store->Commit(FullBatch(2)).ok());
+  }
+  auto store = OpenSqliteStore(path_, SqliteOptions{false, false}).value();
+  EXPECT_EQ(store->LastSeq().value(), 2);
+  EXPECT_THAT(store->LatestSnapshot().value().value(), FieldsAre(2, 2000, "state after 2"));
+  EXPECT_THAT(store->EarliestSnapshot().value().value(), FieldsAre(1, 1000, "state after 1"));
+  EXPECT_THAT(store->Job("j1").value().value(),
+              FieldsAre("j1", "alpha", "c1", "admitted", 5, 6, 0, "", "spec"));
+  EXPECT_THAT(store->Usage("alpha", 0).value(),
+              ElementsAre(FieldsAre("alpha", "gpu", 0, 20, 2, 0, 4)));
+  EXPECT_THAT(store->Loans("", "").value(),
+              ElementsAre(FieldsAre("alpha", "beta", "gpu", "2024-01-01", 8)));
+  EXPECT_TRUE(store->Commit(FullBatch(3)).ok());  // and the journal continues
+}
+
+TEST_F(SqliteStoreTest, UsesWriteAheadLogging) {
+  auto store = OpenSqliteStore(path_, {}).value();
+  EXPECT_EQ(RawDb(path_).Query("PRAGMA journal_mode"), "wal");
+}
+
+TEST_F(SqliteStoreTest, ReadOnlyStoreSeesCommitsAndRefusesWrites) {
+  auto writer = OpenSqliteStore(path_, {}).value();
+  auto reader = OpenSqliteStore(path_, ReadOnly()).value();
+  ASSERT_TRUE(writer->Commit(FullBatch(1)).ok());
+  EXPECT_EQ(reader->LastSeq().value(), 1);
+  EXPECT_EQ(reader->Jobs({}).value().size(), 1u);
+  EXPECT_EQ(reader->Commit(FullBatch(2)).code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_TRUE(writer->Commit(FullBatch(2)).ok());  // a reader does not block the writer
+  EXPECT_EQ(reader->LastSeq().value(), 2);
+}
+
+TEST_F(SqliteStoreTest, ReadOnlyOpensAFileNoWriterHasOpen) {
+  { ASSERT_TRUE(OpenSqliteStore(path_, {}).value()->Commit(FullBatch(1)).ok()); }
+  auto reader = OpenSqliteStore(path_, ReadOnly());
+  ASSERT_TRUE(reader.ok()) << reader.status();
+  EXPECT_EQ((*reader)->LastSeq().value(), 1);
+}
+
+TEST_F(SqliteStoreTest, ReadOnlyOfAMissingFileIsNotFound) {
+  EXPECT_EQ(OpenSqliteStore(path_, ReadOnly()).status().code(), absl::StatusCode::kNotFound);
+  EXPECT_FALSE(std::filesystem::exists(path_));
+}
+
+TEST_F(SqliteStoreTest, PrunesOldSnapshotsButKeepsTheEarliest) {
+  auto store = OpenSqliteStore(path_, {}).value();
+  for (int64_t seq = 1; seq <= 10; ++seq) ASSERT_TRUE(store->Commit(FullBatch(seq)).ok());
+  EXPECT_EQ(
+      RawDb(path_).Query("SELECT group_concat(seq) FROM (SELECT seq FROM snapshots ORDER BY seq)"),
+      "1,8,9,10");
+}
+
+// What version 1 of the schema was, written by hand as an old binary did.
+constexpr char kVersion1[] = R"sql(
+CREATE TABLE meta(key TEXT PRIMARY KEY, value);
+CREATE TABLE journal(seq INTEGER PRIMARY KEY, at_ms INTEGER NOT NULL, kind TEXT NOT NULL,
+  payload BLOB NOT NULL, checksum INTEGER NOT NULL);
+CREATE TABLE snapshots(seq INTEGER PRIMARY KEY, at_ms INTEGER NOT NULL, payload BLOB NOT NULL);
+CREATE TABLE jobs(job TEXT PRIMARY KEY, team TEXT NOT NULL, cluster TEXT NOT NULL,
+  state TEXT NOT NULL, created_at_ms INTEGER NOT NULL, admitted_at_ms INTEGER NOT NULL,
+  ended_at_ms INTEGER NOT NULL, reason TEXT NOT NULL, spec BLOB NOT NULL);
+CREATE TABLE usage_hourly(team TEXT NOT NULL, resource TEXT NOT NULL,
+  hour_start_ms INTEGER NOT NULL, used REAL NOT NULL, borrowed REAL NOT NULL, lent REAL NOT NULL,
+  queued REAL NOT NULL, PRIMARY KEY(team, resource, hour_start_ms));
+CREATE TABLE loans(borrower TEXT NOT NULL, lender TEXT NOT NULL, resource TEXT NOT NULL,
+  day TEXT NOT NULL, amount REAL NOT NULL, PRIMARY KEY(borrower, lender, resource, day));
+INSERT INTO meta VALUES('schema_version', 1);
+-- crc32("command 1") = 537441232
+INSERT INTO journal VALUES(1, 1000, 'submit', CAST('command 1' AS BLOB), 537441232);
+INSERT INTO jobs VALUES('j1', 'alpha', 'c1', 'queued', 5, 0, 0, 'waits', X'');
+INSERT INTO loans VALUES('alpha', 'beta', 'gpu', '2024-01-01', 4.0);
+)sql";
+
+TEST_F(SqliteStoreTest, MigratesAVersion1File) {
+  ASSERT_EQ(Checksum("command 1"), 537441232u);
+  ASSERT_TRUE(RawDb(path_).Exec(kVersion1).ok());
+
+  auto store = OpenSqliteStore(path_, {});
+  ASSERT_TRUE(store.ok()) << store.status();
+  EXPECT_EQ(RawDb(path_).Query("SELECT value FROM meta WHERE key = 'schema_version'"),
+            absl::StrCat(kSchemaVersion));
+  EXPECT_EQ(RawDb(path_).Query("SELECT group_concat(name) FROM (SELECT name FROM sqlite_master "
+                               "WHERE type = 'index' AND name NOT LIKE 'sqlite_%' ORDER BY name)"),
+            "jobs_by_created,jobs_by_state,jobs_by_team,loans_by_lender");
+  // The old rows read back through the new schema, and writing continues.
+  EXPECT_THAT((*store)->Jobs(JobFilter{"alpha", ""}).value(),
+              ElementsAre(FieldsAre("j1", "alpha", "c1", "queued", 5, 0, 0, "waits", "")));
+  EXPECT_EQ((*store)->Loans("beta", "").value().size(), 1u);
+  EXPECT_TRUE((*store)->Commit(FullBatch(2)).ok());
+  EXPECT_EQ((*store)->LastSeq().value(), 2);
+}
+
+TEST_F(SqliteStoreTest, ReadOnlyRefusesAFileThatNeedsMigration) {
+  ASSERT_TRUE(RawDb(path_).Exec(kVersion1).ok());
+  absl::Status status = OpenSqliteStore(path_, ReadOnly()).status();
+  EXPECT_EQ(status.code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(status.message(), HasSubstr("version 1 is older than this binary's version 2"));
+}
+
+TEST_F(SqliteStoreTest, RefusesAFileFromANewerBinary) {
+  { OpenSqliteStore(path_, {}).value()->Commit(FullBatch(1)).IgnoreError(); }
+  ASSERT_TRUE(RawDb(path_).Exec("UPDATE meta SET value = 7 WHERE key = 'schema_version'").ok());
+  for (bool read_only : {false, true}) {
+    absl::Status status = OpenSqliteStore(path_, SqliteOptions{true, read_only}).status();
+    EXPECT_EQ(status.code(), absl::StatusCode::kFailedPrecondition);
+    EXPECT_THAT(status.message(),
+                HasSubstr("schema version 7 is newer than this binary's version 2"));
+  }
+  EXPECT_EQ(RawDb(path_).Query("SELECT value FROM meta WHERE key = 'schema_version'"), "7");
+}
+
+TEST_F(SqliteStoreTest, RefusesADatabaseThatIsNotALedger) {
+  ASSERT_TRUE(RawDb(path_).Exec("CREATE TABLE accounts(id INTEGER)").ok());
+  absl::Status status = OpenSqliteStore(path_, {}).status();
+  EXPECT_EQ(status.code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(status.message(), HasSubstr("not a tidegate ledger"));
+}
+
+TEST_F(SqliteStoreTest, RefusesAFileThatIsNotSqlite) {
+  {
+    std::FILE* f = std::fopen(path_.c_str(), "w");
+    std::fputs("tidegate: not a database at all, really not\n", f);
+    std::fclose(f);
+  }
+  EXPECT_FALSE(OpenSqliteStore(path_, {}).ok());
+}
+
+}  // namespace
+}  // namespace tidegate::ledger
