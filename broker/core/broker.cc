@@ -1,9 +1,11 @@
 #include "broker/core/broker.h"
 
 #include <algorithm>
+#include <limits>
 
 #include "absl/strings/str_cat.h"
 #include "broker/core/admission.h"
+#include "broker/core/fair_share.h"
 #include "broker/core/state.h"
 #include "google/protobuf/util/message_differencer.h"
 
@@ -83,6 +85,7 @@ std::optional<JobView> Broker::GetJob(std::string_view id) const {
   v.borrowing = job.borrowing;
   v.demand = s.Named(job.demand, job.requested);
   v.reason = job.reason;
+  v.spec = job.spec;
   return v;
 }
 
@@ -97,6 +100,12 @@ std::optional<TeamView> Broker::GetTeam(std::string_view name) const {
   v.parent = nc.parent == kRootNode ? "" : s.node(nc.parent).name;
   v.leaf = nc.leaf;
   v.weight = nc.weight_value;
+  if (n != kRootNode) {
+    const Share sh = ShareOf(s, n);
+    v.share = sh.infinite ? std::numeric_limits<double>::infinity() : ToDouble(sh.value);
+  }
+  v.running_jobs = static_cast<int64_t>(s.ns(n).running.size());
+  v.queued_jobs = static_cast<int64_t>(s.ns(n).pending.size());
   for (int r = 0; r < s.R(); ++r) {
     TeamResourceView rv;
     rv.resource = s.config().resources[r];

@@ -41,6 +41,7 @@ struct JobView {
   bool borrowing = false;      // its latest admit/resize borrowed something.
   NamedQuantities demand;      // replicas x per_replica.
   std::string reason;          // why it waits (queued) or why it drains.
+  v1::JobSpec spec;            // normalized: defaults filled in.
 };
 
 // A read-only view of one team node (leaf or inner), per resource.
@@ -58,6 +59,9 @@ struct TeamView {
   std::string parent;  // empty for a top-level team.
   bool leaf = true;
   double weight = 1;
+  double share = 0;          // weighted dominant share (POLICY.md §5), display only.
+  int64_t running_jobs = 0;  // leaf: jobs holding capacity.
+  int64_t queued_jobs = 0;   // leaf: jobs waiting.
   std::vector<TeamResourceView> resources;  // config resource order.
 };
 
@@ -76,6 +80,8 @@ class Broker {
   v1::CoreSnapshot Snapshot() const;
   // Time of the latest command or tick applied.
   Time Now() const;
+  // The config in force (as given, before compilation).
+  const v1::Config& Config() const;
   Broker(const Broker&) = delete;
   Broker& operator=(const Broker&) = delete;
 

@@ -23,6 +23,8 @@ v1::JobState StateOf(Phase p) {
 
 Time Broker::Now() const { return state_->now(); }
 
+const v1::Config& Broker::Config() const { return state_->source(); }
+
 v1::CoreSnapshot Broker::Snapshot() const {
   const State& s = *state_;
   v1::CoreSnapshot out;

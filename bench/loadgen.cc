@@ -1,0 +1,234 @@
+// tidegate-loadgen: a gRPC load generator for tidegated (issue 3). N
+// concurrent clients on the callback API keep one call each in flight; first
+// a no-op RPC (DiagnosticsService.Ping) for the same time as the ceiling, then
+// a mix of Admit / Release / GetTeam. Reports calls/s, decisions/s and p50/p99
+// latency for both, and decisions as a share of the no-op rate.
+//
+//   tidegate-loadgen --server 127.0.0.1:50051 --clients 32 --seconds 10 \
+//       --teams t0,t1,t2,t3 [-o json]
+//
+// Every loop is bounded by --seconds and stops by itself; it talks only to
+// the address it is given (use a loopback address).
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdio>
+#include <deque>
+#include <iostream>
+#include <memory>
+#include <mutex>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "CLI/CLI.hpp"
+#include "grpcpp/grpcpp.h"
+#include "tidegate/v1/service.grpc.pb.h"
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+struct Options {
+  std::string server = "127.0.0.1:50051";
+  int clients = 32;
+  double seconds = 10;
+  std::vector<std::string> teams = {"t0", "t1", "t2", "t3"};
+  int admit_pct = 45, release_pct = 45;  // the rest: GetTeam
+  std::string output = "table";
+};
+
+struct Stats {
+  std::vector<double> latency_ms;
+  int64_t calls = 0, decisions = 0, errors = 0;
+};
+
+double Percentile(std::vector<double> v, double p) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  size_t rank = static_cast<size_t>(p / 100.0 * v.size() + 0.999999);
+  rank = std::clamp<size_t>(rank, 1, v.size());
+  return v[rank - 1];
+}
+
+// One client: a chain of calls, each started from the previous one's
+// completion, until the deadline.
+class Worker {
+ public:
+  Worker(std::shared_ptr<grpc::Channel> channel, const Options& o, int id, bool noop, Clock::time_point until)
+      : admission_(tidegate::v1::AdmissionService::NewStub(channel)),
+        quota_(tidegate::v1::QuotaService::NewStub(channel)),
+        diag_(tidegate::v1::DiagnosticsService::NewStub(channel)),
+        o_(o), id_(id), noop_(noop), until_(until), rng_(id) {}
+
+  void Start() { Next(); }
+  void Wait() {
+    std::unique_lock<std::mutex> lock(mu_);
+    cv_.wait(lock, [&] { return done_; });
+  }
+  Stats& stats() { return stats_; }
+
+ private:
+  void Next() {
+    if (Clock::now() >= until_) {
+      std::lock_guard<std::mutex> lock(mu_);
+      done_ = true;
+      cv_.notify_all();
+      return;
+    }
+    ctx_ = std::make_unique<grpc::ClientContext>();
+    ctx_->set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
+    started_ = Clock::now();
+    if (noop_) {
+      diag_->async()->Ping(ctx_.get(), &ping_req_, &ping_resp_, [this](grpc::Status s) { Done(s, false); });
+      return;
+    }
+    const int pick = static_cast<int>(rng_() % 100);
+    if (pick < o_.admit_pct || (pick < o_.admit_pct + o_.release_pct && mine_.empty())) {
+      admit_req_.Clear();
+      auto* job = admit_req_.mutable_job();
+      job->set_job("lg-" + std::to_string(id_) + "-" + std::to_string(seq_++));
+      job->set_team(o_.teams[rng_() % o_.teams.size()]);
+      job->set_replicas(1);
+      (*job->mutable_per_replica())["gpu"] = 1;
+      pending_job_ = job->job();
+      admission_->async()->Admit(ctx_.get(), &admit_req_, &admit_resp_, [this](grpc::Status s) {
+        if (s.ok()) mine_.push_back(pending_job_);
+        Done(s, true);
+      });
+    } else if (pick < o_.admit_pct + o_.release_pct) {
+      release_req_.set_job(mine_.front());
+      mine_.pop_front();
+      admission_->async()->Release(ctx_.get(), &release_req_, &release_resp_, [this](grpc::Status s) { Done(s, true); });
+    } else {
+      team_req_.set_team(o_.teams[rng_() % o_.teams.size()]);
+      quota_->async()->GetTeam(ctx_.get(), &team_req_, &team_resp_, [this](grpc::Status s) { Done(s, false); });
+    }
+  }
+  void Done(const grpc::Status& s, bool decision) {
+    stats_.latency_ms.push_back(std::chrono::duration<double, std::milli>(Clock::now() - started_).count());
+    ++stats_.calls;
+    if (!s.ok()) {
+      ++stats_.errors;
+    } else if (decision) {
+      ++stats_.decisions;
+    }
+    Next();
+  }
+
+  std::unique_ptr<tidegate::v1::AdmissionService::Stub> admission_;
+  std::unique_ptr<tidegate::v1::QuotaService::Stub> quota_;
+  std::unique_ptr<tidegate::v1::DiagnosticsService::Stub> diag_;
+  const Options& o_;
+  int id_;
+  bool noop_;
+  Clock::time_point until_;
+  std::mt19937 rng_;
+  std::unique_ptr<grpc::ClientContext> ctx_;
+  Clock::time_point started_;
+  tidegate::v1::PingRequest ping_req_;
+  tidegate::v1::PingResponse ping_resp_;
+  tidegate::v1::AdmitRequest admit_req_;
+  tidegate::v1::AdmitResponse admit_resp_;
+  tidegate::v1::ReleaseRequest release_req_;
+  tidegate::v1::ReleaseResponse release_resp_;
+  tidegate::v1::GetTeamRequest team_req_;
+  tidegate::v1::TeamInfo team_resp_;
+  std::deque<std::string> mine_;
+  std::string pending_job_;
+  int64_t seq_ = 0;
+  Stats stats_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool done_ = false;
+};
+
+struct Phase {
+  double seconds = 0;
+  Stats total;
+};
+
+Phase Run(const Options& o, bool noop, const std::string& label) {
+  // Channels spread over a few connections, as real schedulers would be.
+  std::vector<std::shared_ptr<grpc::Channel>> channels;
+  for (int i = 0; i < 4; ++i) {
+    grpc::ChannelArguments args;
+    args.SetInt("loadgen.channel", i);  // distinct args: distinct connections
+    channels.push_back(grpc::CreateCustomChannel(o.server, grpc::InsecureChannelCredentials(), args));
+  }
+  const auto start = Clock::now();
+  const auto until = start + std::chrono::milliseconds(static_cast<int64_t>(o.seconds * 1000));
+  std::vector<std::unique_ptr<Worker>> workers;
+  for (int i = 0; i < o.clients; ++i) {
+    workers.push_back(std::make_unique<Worker>(channels[i % channels.size()], o, i + (noop ? 100000 : 0), noop, until));
+  }
+  for (auto& w : workers) w->Start();
+  std::thread progress([&] {
+    while (Clock::now() < until) {
+      std::this_thread::sleep_for(std::chrono::seconds(1));
+      std::cerr << "  " << label << ": " << static_cast<int>(std::chrono::duration<double>(Clock::now() - start).count())
+                << " s\r" << std::flush;
+    }
+  });
+  for (auto& w : workers) w->Wait();
+  progress.join();
+  std::cerr << "\n";
+  Phase p;
+  p.seconds = std::chrono::duration<double>(Clock::now() - start).count();
+  for (auto& w : workers) {
+    Stats& s = w->stats();
+    p.total.calls += s.calls;
+    p.total.decisions += s.decisions;
+    p.total.errors += s.errors;
+    p.total.latency_ms.insert(p.total.latency_ms.end(), s.latency_ms.begin(), s.latency_ms.end());
+  }
+  return p;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Options o;
+  CLI::App app{"tidegate-loadgen: gRPC load against tidegated; a no-op baseline, then Admit/Release/GetTeam"};
+  app.add_option("--server", o.server, "tidegated address (loopback)")->capture_default_str();
+  app.add_option("--clients", o.clients, "concurrent calls in flight")->check(CLI::Range(1, 4096))->capture_default_str();
+  app.add_option("--seconds", o.seconds, "length of each phase")->check(CLI::Range(0.5, 600.0))->capture_default_str();
+  app.add_option("--teams", o.teams, "leaf teams to admit into")->delimiter(',')->capture_default_str();
+  app.add_option("--admit", o.admit_pct, "percent Admit")->check(CLI::Range(0, 100))->capture_default_str();
+  app.add_option("--release", o.release_pct, "percent Release")->check(CLI::Range(0, 100))->capture_default_str();
+  app.add_option("-o,--output", o.output, "table or json")->check(CLI::IsMember({"table", "json"}));
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e) == 0 ? 0 : 2;
+  }
+  if (o.admit_pct + o.release_pct > 100) {
+    std::cerr << "tidegate-loadgen: --admit + --release must be <= 100\n";
+    return 2;
+  }
+  const Phase noop = Run(o, true, "no-op baseline");
+  const Phase mix = Run(o, false, "admit/release/getteam");
+  const double noop_rate = noop.total.calls / noop.seconds;
+  const double call_rate = mix.total.calls / mix.seconds;
+  const double decision_rate = mix.total.decisions / mix.seconds;
+  if (o.output == "json") {
+    std::printf(
+        "{\"clients\":%d,\"seconds\":%.1f,\"noop_per_s\":%.0f,\"noop_p50_ms\":%.3f,\"noop_p99_ms\":%.3f,"
+        "\"calls_per_s\":%.0f,\"decisions_per_s\":%.0f,\"p50_ms\":%.3f,\"p99_ms\":%.3f,\"errors\":%lld,"
+        "\"calls_vs_noop\":%.3f}\n",
+        o.clients, o.seconds, noop_rate, Percentile(noop.total.latency_ms, 50), Percentile(noop.total.latency_ms, 99),
+        call_rate, decision_rate, Percentile(mix.total.latency_ms, 50), Percentile(mix.total.latency_ms, 99),
+        static_cast<long long>(mix.total.errors + noop.total.errors), call_rate / noop_rate);
+  } else {
+    std::printf("clients %d, %.1f s per phase\n", o.clients, o.seconds);
+    std::printf("no-op Ping:        %8.0f calls/s   p50 %.2f ms  p99 %.2f ms\n", noop_rate,
+                Percentile(noop.total.latency_ms, 50), Percentile(noop.total.latency_ms, 99));
+    std::printf("admit/release/get: %8.0f calls/s   %.0f decisions/s   p50 %.2f ms  p99 %.2f ms  (%.0f%% of no-op)\n",
+                call_rate, decision_rate, Percentile(mix.total.latency_ms, 50), Percentile(mix.total.latency_ms, 99),
+                100 * call_rate / noop_rate);
+    std::printf("errors: %lld\n", static_cast<long long>(mix.total.errors + noop.total.errors));
+  }
+  return (mix.total.errors + noop.total.errors) == 0 ? 0 : 1;
+}

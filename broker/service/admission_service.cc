@@ -1,0 +1,306 @@
+#include <algorithm>
+#include <mutex>
+
+#include "absl/strings/str_cat.h"
+#include "broker/service/services.h"
+
+namespace tidegate::service {
+
+grpc::Status ToGrpc(const absl::Status& s) {
+  if (s.ok()) return grpc::Status::OK;
+  return grpc::Status(static_cast<grpc::StatusCode>(s.code()), std::string(s.message()));
+}
+
+namespace {
+
+const core::Event* FindEvent(const Applied& a, const std::string& job, core::EventType type) {
+  for (const auto& e : a.events) {
+    if (e.job == job && e.type == type) return &e;
+  }
+  return nullptr;
+}
+
+// The job as published; its queue position (a scan of the team's queue) only
+// when asked for, since Admit is the hot path.
+void FillJob(const ReadModel& model, const std::string& id, v1::JobInfo* out, bool with_position) {
+  if (const v1::JobInfo* j = model.FindJob(id)) {
+    *out = *j;
+    if (with_position) out->set_queue_position(model.QueuePosition(*j));
+  }
+}
+
+}  // namespace
+
+grpc::ServerUnaryReactor* AdmissionServiceImpl::Admit(grpc::CallbackServerContext* ctx, const v1::AdmitRequest* req,
+                                                      v1::AdmitResponse* resp) {
+  auto* reactor = ctx->DefaultReactor();
+  const std::string id = req->job().job();
+  if (id.empty()) {
+    reactor->Finish(grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "job.job: the job id is empty"));
+    return reactor;
+  }
+  v1::Command cmd;
+  *cmd.mutable_submit() = req->job();
+  loop_->Submit(std::move(cmd), [reactor, resp, id](absl::StatusOr<Applied> applied) {
+    if (!applied.ok()) {
+      reactor->Finish(ToGrpc(applied.status()));
+      return;
+    }
+    if (const auto* e = FindEvent(*applied, id, core::EventType::kReject)) {
+      reactor->Finish(grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, e->reason));
+      return;
+    }
+    if (const auto* e = FindEvent(*applied, id, core::EventType::kError)) {
+      reactor->Finish(grpc::Status(grpc::StatusCode::ALREADY_EXISTS, e->reason));
+      return;
+    }
+    const auto* admit = FindEvent(*applied, id, core::EventType::kAdmit);
+    const auto* reclaim = FindEvent(*applied, id, core::EventType::kReclaim);
+    const auto* queue = FindEvent(*applied, id, core::EventType::kQueue);
+    if (reclaim) {
+      resp->set_decision(reclaim->decision);
+      for (const auto& v : reclaim->victims) resp->add_victims(v);
+    }
+    if (admit) {
+      bool borrowing = false;
+      for (const auto& [name, q] : admit->borrowed) {
+        if (q > 0) {
+          borrowing = true;
+          (*resp->mutable_borrowed())[name] = q;
+        }
+      }
+      // Victims that left at once (grace 0) make room in the same instant.
+      resp->set_decision(borrowing ? v1::DECISION_ADMITTED_BORROWING : v1::DECISION_ADMITTED);
+    } else if (queue && !reclaim) {
+      resp->set_decision(v1::DECISION_QUEUED);
+      resp->set_reason(queue->reason);
+    }
+    FillJob(*applied->model, id, resp->mutable_job(), /*with_position=*/false);
+    if (resp->decision() == v1::DECISION_UNSPECIFIED) {
+      // The same id with the same spec: the existing decision.
+      const v1::JobInfo& j = resp->job();
+      if (j.state() == v1::JOB_STATE_QUEUED) {
+        resp->set_decision(v1::DECISION_QUEUED);
+        resp->set_reason(j.reason());
+      } else {
+        resp->set_decision(j.borrowing() ? v1::DECISION_ADMITTED_BORROWING : v1::DECISION_ADMITTED);
+      }
+    }
+    if (resp->reason().empty()) resp->set_reason(resp->job().reason());
+    reactor->Finish(grpc::Status::OK);
+  });
+  return reactor;
+}
+
+grpc::ServerUnaryReactor* AdmissionServiceImpl::Release(grpc::CallbackServerContext* ctx,
+                                                        const v1::ReleaseRequest* req, v1::ReleaseResponse* resp) {
+  auto* reactor = ctx->DefaultReactor();
+  const std::string id = req->job();
+  auto model = loop_->Published();
+  if (const v1::JobInfo* j = model->FindJob(id)) {
+    *resp->mutable_job() = *j;
+  } else {
+    reactor->Finish(grpc::Status(grpc::StatusCode::NOT_FOUND, absl::StrCat("job '", id, "' is not known")));
+    return reactor;
+  }
+  v1::Command cmd;
+  cmd.set_finish(id);
+  loop_->Submit(std::move(cmd), [reactor, id](absl::StatusOr<Applied> applied) {
+    if (!applied.ok()) {
+      reactor->Finish(ToGrpc(applied.status()));
+      return;
+    }
+    if (const auto* e = FindEvent(*applied, id, core::EventType::kError)) {
+      reactor->Finish(grpc::Status(grpc::StatusCode::NOT_FOUND, e->reason));
+      return;
+    }
+    reactor->Finish(grpc::Status::OK);
+  });
+  return reactor;
+}
+
+grpc::ServerUnaryReactor* AdmissionServiceImpl::ReportCheckpoint(grpc::CallbackServerContext* ctx,
+                                                                 const v1::ReportCheckpointRequest* req,
+                                                                 v1::ReportCheckpointResponse*) {
+  auto* reactor = ctx->DefaultReactor();
+  const std::string id = req->job();
+  if (!loop_->Published()->FindJob(id)) {
+    reactor->Finish(grpc::Status(grpc::StatusCode::NOT_FOUND, absl::StrCat("job '", id, "' is not known")));
+    return reactor;
+  }
+  v1::Command cmd;
+  cmd.set_checkpoint(id);
+  loop_->Submit(std::move(cmd), [reactor, id](absl::StatusOr<Applied> applied) {
+    if (!applied.ok()) {
+      reactor->Finish(ToGrpc(applied.status()));
+      return;
+    }
+    if (const auto* e = FindEvent(*applied, id, core::EventType::kError)) {
+      reactor->Finish(grpc::Status(grpc::StatusCode::NOT_FOUND, e->reason));
+      return;
+    }
+    reactor->Finish(grpc::Status::OK);
+  });
+  return reactor;
+}
+
+grpc::ServerUnaryReactor* AdmissionServiceImpl::ListJobs(grpc::CallbackServerContext* ctx,
+                                                         const v1::ListJobsRequest* req, v1::ListJobsResponse* resp) {
+  auto* reactor = ctx->DefaultReactor();
+  auto model = loop_->Published();
+  if (!req->team().empty() && !model->FindTeam(req->team())) {
+    reactor->Finish(grpc::Status(grpc::StatusCode::NOT_FOUND, absl::StrCat("team '", req->team(), "' is not a team")));
+    return reactor;
+  }
+  auto jobs = model->Jobs(req->team(), req->state());
+  // Queue positions per team in one pass: priority, created_at, id.
+  std::vector<std::shared_ptr<const v1::JobInfo>> queued;
+  for (const auto& j : model->Jobs(req->team(), v1::JOB_STATE_QUEUED)) queued.push_back(j);
+  std::sort(queued.begin(), queued.end(), [](const auto& a, const auto& b) {
+    if (a->team() != b->team()) return a->team() < b->team();
+    if (a->priority() != b->priority()) return a->priority() > b->priority();
+    if (a->created_at_ms() != b->created_at_ms()) return a->created_at_ms() < b->created_at_ms();
+    return a->job() < b->job();
+  });
+  absl::flat_hash_map<std::string, int64_t> position;
+  for (size_t i = 0; i < queued.size(); ++i) {
+    const bool first = i == 0 || queued[i - 1]->team() != queued[i]->team();
+    position[queued[i]->job()] = first ? 1 : position[queued[i - 1]->job()] + 1;
+  }
+  for (const auto& j : jobs) {
+    v1::JobInfo* out = resp->add_jobs();
+    *out = *j;
+    if (auto it = position.find(j->job()); it != position.end()) out->set_queue_position(it->second);
+  }
+  reactor->Finish(grpc::Status::OK);
+  return reactor;
+}
+
+grpc::ServerUnaryReactor* AdmissionServiceImpl::GetJob(grpc::CallbackServerContext* ctx, const v1::GetJobRequest* req,
+                                                       v1::JobInfo* resp) {
+  auto* reactor = ctx->DefaultReactor();
+  auto model = loop_->Published();
+  if (!model->FindJob(req->job())) {
+    reactor->Finish(grpc::Status(grpc::StatusCode::NOT_FOUND, absl::StrCat("job '", req->job(), "' is not known")));
+    return reactor;
+  }
+  FillJob(*model, req->job(), resp, /*with_position=*/true);
+  reactor->Finish(grpc::Status::OK);
+  return reactor;
+}
+
+// A WaitAdmission stream: the job's state now, then every change, until it
+// is admitted or gone. Kept alive by shared_ptrs until gRPC calls OnDone.
+class AdmissionServiceImpl::Waiter : public grpc::ServerWriteReactor<v1::WaitAdmissionResponse> {
+ public:
+  Waiter(AdmissionServiceImpl* svc, std::string job) : svc_(svc), job_(std::move(job)) {}
+
+  void Start(std::shared_ptr<Waiter> self) {
+    self_ = self;
+    {
+      std::lock_guard<std::mutex> lock(svc_->mu_);
+      svc_->registry_.push_back(self);
+    }
+    Check();
+  }
+
+  // Compares the published job with what was last sent; thread-safe.
+  void Check() {
+    std::lock_guard<std::recursive_mutex> lock(mu_);
+    if (finished_) return;
+    auto model = svc_->loop_->Published();
+    const v1::JobInfo* j = model->FindJob(job_);
+    if (!j) {
+      if (!sent_any_) {
+        Done(grpc::Status(grpc::StatusCode::NOT_FOUND, absl::StrCat("job '", job_, "' is not known")));
+      } else {
+        finish_after_writes_ = true;  // it ended (or was released) meanwhile.
+        Pump();
+      }
+      return;
+    }
+    if (!sent_any_ || j->state() != last_.state() || j->reason() != last_.reason() ||
+        j->replicas() != last_.replicas()) {
+      v1::WaitAdmissionResponse r;
+      *r.mutable_job() = *j;
+      r.mutable_job()->set_queue_position(model->QueuePosition(*j));
+      last_ = *j;
+      sent_any_ = true;
+      pending_.push_back(std::move(r));
+      if (j->state() == v1::JOB_STATE_ADMITTED) finish_after_writes_ = true;
+    }
+    Pump();
+  }
+
+  void OnWriteDone(bool ok) override {
+    std::lock_guard<std::recursive_mutex> lock(mu_);
+    writing_ = false;
+    if (!ok) {
+      Done(grpc::Status(grpc::StatusCode::CANCELLED, "the client went away"));
+      return;
+    }
+    Pump();
+  }
+  void OnCancel() override {
+    std::lock_guard<std::recursive_mutex> lock(mu_);
+    Done(grpc::Status(grpc::StatusCode::CANCELLED, "cancelled"));
+  }
+  void OnDone() override {
+    std::shared_ptr<Waiter> self;
+    {
+      std::lock_guard<std::mutex> lock(svc_->mu_);
+      auto& reg = svc_->registry_;
+      reg.erase(std::remove_if(reg.begin(), reg.end(), [&](const auto& w) { return w.get() == this; }), reg.end());
+      self = std::move(self_);
+    }
+    // `self` may be the last reference: the object goes with it.
+  }
+
+ private:
+  void Pump() {
+    if (finished_ || writing_) return;
+    if (!pending_.empty()) {
+      current_ = std::move(pending_.front());
+      pending_.pop_front();
+      writing_ = true;
+      StartWrite(&current_);
+      return;
+    }
+    if (finish_after_writes_) Done(grpc::Status::OK);
+  }
+  void Done(grpc::Status status) {
+    if (finished_) return;
+    finished_ = true;
+    Finish(status);
+  }
+
+  AdmissionServiceImpl* svc_;
+  std::string job_;
+  std::recursive_mutex mu_;  // reactions may run inline with Check().
+  bool finished_ = false;
+  bool writing_ = false;
+  bool sent_any_ = false;
+  bool finish_after_writes_ = false;
+  v1::JobInfo last_;
+  std::deque<v1::WaitAdmissionResponse> pending_;
+  v1::WaitAdmissionResponse current_;
+  std::shared_ptr<Waiter> self_;
+};
+
+grpc::ServerWriteReactor<v1::WaitAdmissionResponse>* AdmissionServiceImpl::WaitAdmission(
+    grpc::CallbackServerContext* ctx, const v1::WaitAdmissionRequest* req) {
+  auto waiter = std::make_shared<Waiter>(this, req->job());
+  waiter->Start(waiter);
+  return waiter.get();
+}
+
+void AdmissionServiceImpl::Notify() {
+  std::vector<std::shared_ptr<Waiter>> waiters;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    waiters = registry_;
+  }
+  for (auto& w : waiters) w->Check();
+}
+
+}  // namespace tidegate::service

@@ -1,0 +1,103 @@
+// The single writer (DESIGN.md §1): one thread owns the broker core and the
+// ledger's Store. Handlers Submit() commands; the thread takes everything
+// queued as one batch, applies each command to the core, journals the batch
+// in one transaction (group commit), and only then answers each caller and
+// publishes a new immutable ReadModel for readers.
+//
+// Threading: Submit, Published and Stop are thread-safe; everything else runs
+// on the loop's own thread.
+#ifndef TIDEGATE_BROKER_SERVICE_CORE_LOOP_H_
+#define TIDEGATE_BROKER_SERVICE_CORE_LOOP_H_
+
+#include <condition_variable>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "broker/core/broker.h"
+#include "broker/service/clock.h"
+#include "broker/service/read_model.h"
+#include "ledger/accounting.h"
+#include "ledger/store.h"
+#include "tidegate/v1/config.pb.h"
+
+namespace tidegate::service {
+
+// What a command did: the core's events, and the read model that includes
+// them (so the caller can look its job up).
+struct Applied {
+  std::vector<core::Event> events;
+  std::shared_ptr<const ReadModel> model;
+};
+using Done = std::function<void(absl::StatusOr<Applied>)>;
+
+struct CoreLoopOptions {
+  int64_t snapshot_every = 10000;   // journal entries between snapshots.
+  int64_t max_batch = 1024;         // commands per group commit.
+  int64_t accounting_every_ms = 1000;
+};
+
+class CoreLoop {
+ public:
+  // Recovers the core from the store (latest snapshot + journal tail), or
+  // creates it from `config` when the store is empty. If the store's config
+  // differs from `config`, `config` is applied as a journalled command.
+  static absl::StatusOr<std::unique_ptr<CoreLoop>> Open(const v1::Config& config, std::unique_ptr<ledger::Store> store,
+                                                        Clock* clock, CoreLoopOptions options);
+  ~CoreLoop();  // Stop()s.
+
+  void Start();
+  // Queues a command; `done` runs on the loop thread after the batch holding
+  // it is durable (or failed: then nothing of the batch is answered as done).
+  // After Stop() began, `done` gets UNAVAILABLE at once.
+  void Submit(v1::Command command, Done done);
+  // Finishes what is queued, writes a snapshot, stops the thread.
+  void Stop();
+
+  std::shared_ptr<const ReadModel> Published() const;
+  // Runs on the loop thread after every batch is published (e.g. to wake
+  // WaitAdmission streams). Set before Start().
+  void SetPublishHook(std::function<void()> hook) { publish_hook_ = std::move(hook); }
+  ledger::Store& store_for_tests() { return *store_; }
+  int64_t last_seq() const { return seq_; }
+
+ private:
+  struct Pending {
+    v1::Command command;
+    Done done;
+  };
+  CoreLoop(std::unique_ptr<core::Broker> broker, std::unique_ptr<ledger::Store> store, Clock* clock,
+           CoreLoopOptions options, int64_t seq);
+  void Run();
+  void ApplyBatch(std::vector<Pending> batch);
+  absl::Status Snapshot();
+  void Publish(const std::vector<core::Event>& events, const std::vector<std::string>& touched);
+  void Account(core::Time now, std::vector<ledger::UsageRow>* usage, std::vector<ledger::LoanRow>* loans);
+
+  std::unique_ptr<core::Broker> broker_;
+  std::unique_ptr<ledger::Store> store_;
+  Clock* clock_;
+  CoreLoopOptions options_;
+  int64_t seq_;
+  int64_t last_snapshot_seq_ = 0;
+  core::Time last_accounting_ = 0;
+  ledger::Accountant accountant_;
+  std::function<void()> publish_hook_;
+
+  mutable std::mutex mu_;
+  std::condition_variable wake_;
+  std::deque<Pending> queue_;  // guarded by mu_
+  bool stopping_ = false;      // guarded by mu_
+  std::shared_ptr<const ReadModel> published_;  // guarded by mu_
+  std::thread thread_;
+};
+
+}  // namespace tidegate::service
+
+#endif  // TIDEGATE_BROKER_SERVICE_CORE_LOOP_H_

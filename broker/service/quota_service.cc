@@ -1,0 +1,192 @@
+#include <algorithm>
+#include <map>
+
+#include "absl/strings/str_cat.h"
+#include "absl/time/time.h"
+#include "broker/core/config.h"
+#include "broker/service/services.h"
+#include "google/protobuf/text_format.h"
+#include "google/protobuf/util/message_differencer.h"
+
+namespace tidegate::service {
+namespace {
+
+grpc::Status NotFound(const std::string& what) { return grpc::Status(grpc::StatusCode::NOT_FOUND, what); }
+
+std::string Day(int64_t ms) {
+  return absl::FormatTime("%Y-%m-%d", absl::FromUnixMillis(ms), absl::UTCTimeZone());
+}
+
+std::string OneLine(const google::protobuf::Message& m) {
+  std::string out;
+  google::protobuf::TextFormat::Printer printer;
+  printer.SetSingleLineMode(true);
+  printer.PrintToString(m, &out);
+  while (!out.empty() && out.back() == ' ') out.pop_back();
+  return out;
+}
+
+template <typename T>
+void DiffByName(const std::string& kind, const google::protobuf::RepeatedPtrField<T>& before,
+                const google::protobuf::RepeatedPtrField<T>& after, std::vector<std::string>* out) {
+  std::map<std::string, const T*> a, b;
+  for (const auto& x : before) a[x.name()] = &x;
+  for (const auto& x : after) b[x.name()] = &x;
+  for (const auto& [name, x] : a) {
+    if (!b.count(name)) out->push_back(absl::StrCat("- ", kind, " ", name));
+  }
+  for (const auto& [name, y] : b) {
+    auto it = a.find(name);
+    if (it == a.end()) {
+      out->push_back(absl::StrCat("+ ", kind, " ", name, ": ", OneLine(*y)));
+    } else if (!google::protobuf::util::MessageDifferencer::Equivalent(*it->second, *y)) {
+      out->push_back(absl::StrCat("~ ", kind, " ", name, ": ", OneLine(*it->second), "  ->  ", OneLine(*y)));
+    }
+  }
+}
+
+}  // namespace
+
+std::vector<std::string> ConfigDiff(const v1::Config& before, const v1::Config& after) {
+  std::vector<std::string> out;
+  DiffByName("cluster", before.clusters(), after.clusters(), &out);
+  DiffByName("team", before.teams(), after.teams(), &out);
+  if (!google::protobuf::util::MessageDifferencer::Equivalent(before.policy(), after.policy())) {
+    out.push_back(absl::StrCat("~ policy: ", OneLine(before.policy()), "  ->  ", OneLine(after.policy())));
+  }
+  return out;
+}
+
+grpc::ServerUnaryReactor* QuotaServiceImpl::GetTeam(grpc::CallbackServerContext* ctx, const v1::GetTeamRequest* req,
+                                                    v1::TeamInfo* resp) {
+  auto* reactor = ctx->DefaultReactor();
+  auto model = loop_->Published();
+  for (auto& t : model->Teams()) {
+    if (t.name() == req->team()) {
+      *resp = std::move(t);
+      reactor->Finish(grpc::Status::OK);
+      return reactor;
+    }
+  }
+  reactor->Finish(NotFound(absl::StrCat("team '", req->team(), "' is not a team")));
+  return reactor;
+}
+
+grpc::ServerUnaryReactor* QuotaServiceImpl::ListTeams(grpc::CallbackServerContext* ctx, const v1::ListTeamsRequest*,
+                                                      v1::ListTeamsResponse* resp) {
+  auto* reactor = ctx->DefaultReactor();
+  for (auto& t : loop_->Published()->Teams()) *resp->add_teams() = std::move(t);
+  reactor->Finish(grpc::Status::OK);
+  return reactor;
+}
+
+grpc::ServerUnaryReactor* QuotaServiceImpl::ListLoans(grpc::CallbackServerContext* ctx,
+                                                      const v1::ListLoansRequest* req, v1::ListLoansResponse* resp) {
+  auto* reactor = ctx->DefaultReactor();
+  if (!req->team().empty() && !loop_->Published()->FindTeam(req->team())) {
+    reactor->Finish(NotFound(absl::StrCat("team '", req->team(), "' is not a team")));
+    return reactor;
+  }
+  if (req->since_ms() < 0) {
+    reactor->Finish(grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                                 absl::StrCat("since_ms: ", req->since_ms(), " must be >= 0")));
+    return reactor;
+  }
+  absl::StatusOr<std::vector<ledger::LoanRow>> rows;
+  {
+    std::lock_guard<std::mutex> lock(reader_mu_);
+    rows = reader_->Loans(req->team(), Day(req->since_ms()));
+  }
+  if (!rows.ok()) {
+    reactor->Finish(ToGrpc(rows.status()));
+    return reactor;
+  }
+  for (const auto& row : *rows) {
+    v1::Loan* loan = resp->add_loans();
+    loan->set_borrower(row.borrower);
+    loan->set_lender(row.lender);
+    loan->set_resource(row.resource);
+    loan->set_day(row.day);
+    loan->set_hours(row.amount / 3600.0);
+  }
+  reactor->Finish(grpc::Status::OK);
+  return reactor;
+}
+
+grpc::ServerUnaryReactor* QuotaServiceImpl::GetUsage(grpc::CallbackServerContext* ctx, const v1::GetUsageRequest* req,
+                                                     v1::GetUsageResponse* resp) {
+  auto* reactor = ctx->DefaultReactor();
+  if (!loop_->Published()->FindTeam(req->team())) {
+    reactor->Finish(NotFound(absl::StrCat("team '", req->team(), "' is not a team")));
+    return reactor;
+  }
+  const int64_t step_s = req->step_s() == 0 ? 3600 : req->step_s();
+  if (step_s < 0 || step_s % 3600 != 0) {
+    reactor->Finish(grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                                 absl::StrCat("step_s: ", req->step_s(), " must be a positive multiple of 3600")));
+    return reactor;
+  }
+  absl::StatusOr<std::vector<ledger::UsageRow>> rows;
+  {
+    std::lock_guard<std::mutex> lock(reader_mu_);
+    rows = reader_->Usage(req->team(), req->since_ms());
+  }
+  if (!rows.ok()) {
+    reactor->Finish(ToGrpc(rows.status()));
+    return reactor;
+  }
+  const int64_t step_ms = step_s * 1000;
+  std::map<std::pair<int64_t, std::string>, v1::UsagePoint> points;
+  for (const auto& row : *rows) {
+    if (!req->resource().empty() && row.resource != req->resource()) continue;
+    const int64_t start = row.hour_start_ms - (((row.hour_start_ms % step_ms) + step_ms) % step_ms);
+    v1::UsagePoint& p = points[{start, row.resource}];
+    p.set_start_ms(start);
+    p.set_resource(row.resource);
+    p.set_used(p.used() + row.used);
+    p.set_borrowed(p.borrowed() + row.borrowed);
+    p.set_lent(p.lent() + row.lent);
+    p.set_queued(p.queued() + row.queued);
+  }
+  for (auto& [key, p] : points) *resp->add_points() = std::move(p);
+  reactor->Finish(grpc::Status::OK);
+  return reactor;
+}
+
+grpc::ServerUnaryReactor* QuotaServiceImpl::ApplyConfig(grpc::CallbackServerContext* ctx,
+                                                        const v1::ApplyConfigRequest* req,
+                                                        v1::ApplyConfigResponse* resp) {
+  auto* reactor = ctx->DefaultReactor();
+  auto compiled = core::CompileConfig(req->config());
+  if (!compiled.ok()) {
+    reactor->Finish(ToGrpc(compiled.status().code() == absl::StatusCode::kUnimplemented
+                               ? compiled.status()
+                               : absl::InvalidArgumentError(compiled.status().message())));
+    return reactor;
+  }
+  for (const auto& w : compiled->warnings) resp->add_warnings(w);
+  for (auto& line : ConfigDiff(loop_->Published()->config(), req->config())) resp->add_diff(std::move(line));
+  if (req->dry_run()) {
+    reactor->Finish(grpc::Status::OK);
+    return reactor;
+  }
+  v1::Command cmd;
+  *cmd.mutable_apply_config() = req->config();
+  loop_->Submit(std::move(cmd), [reactor, resp](absl::StatusOr<Applied> applied) {
+    if (!applied.ok()) {
+      reactor->Finish(ToGrpc(applied.status()));
+      return;
+    }
+    for (const auto& e : applied->events) {
+      if (e.type == core::EventType::kError) {
+        reactor->Finish(grpc::Status(grpc::StatusCode::FAILED_PRECONDITION, e.reason));
+        return;
+      }
+    }
+    resp->set_applied(true);
+    reactor->Finish(grpc::Status::OK);
+  });
+  return reactor;
+}
+
+}  // namespace tidegate::service

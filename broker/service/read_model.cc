@@ -1,0 +1,223 @@
+#include "broker/service/read_model.h"
+
+#include <algorithm>
+#include <functional>
+
+namespace tidegate::service {
+
+v1::JobInfo ToJobInfo(const core::JobView& v, const v1::JobSpec* spec) {
+  v1::JobInfo out;
+  out.set_job(v.id);
+  out.set_team(v.team);
+  out.set_cluster(v.cluster);
+  out.set_state(v.state);
+  out.set_replicas(v.replicas);
+  out.set_priority(v.priority);
+  out.set_created_at_ms(v.created_at);
+  out.set_admitted_at_ms(v.admitted_at < 0 ? 0 : v.admitted_at);
+  out.set_borrowing(v.borrowing);
+  for (const auto& [name, q] : v.demand) (*out.mutable_demand())[name] = q;
+  out.set_reason(v.reason);
+  *out.mutable_spec() = spec ? *spec : v.spec;
+  return out;
+}
+
+v1::TeamInfo ToTeamInfo(const core::TeamView& v) {
+  v1::TeamInfo out;
+  out.set_name(v.name);
+  out.set_parent(v.parent);
+  out.set_leaf(v.leaf);
+  out.set_weight(v.weight);
+  out.set_share(v.share);
+  out.set_running_jobs(v.running_jobs);
+  out.set_queued_jobs(v.queued_jobs);
+  for (const auto& r : v.resources) {
+    v1::TeamResource* tr = out.add_resources();
+    tr->set_resource(r.resource);
+    tr->set_guaranteed(r.guaranteed);
+    if (r.borrow_limit != core::kInfinite) tr->set_borrow_limit(r.borrow_limit);
+    if (r.lend_limit != core::kInfinite) tr->set_lend_limit(r.lend_limit);
+    tr->set_used(r.used);
+    tr->set_borrowed(r.borrowed);
+    tr->set_queued(r.queued);
+  }
+  return out;
+}
+
+v1::DecisionRecord ToRecord(const core::Event& e) {
+  v1::DecisionRecord r;
+  r.set_type(core::EventTypeName(e.type));
+  r.set_at_ms(e.at);
+  r.set_job(e.job);
+  r.set_team(e.team);
+  r.set_replicas(e.replicas);
+  for (const auto& [name, q] : e.borrowed) (*r.mutable_borrowed())[name] = q;
+  r.set_reason(e.reason);
+  r.set_requeued(e.requeued);
+  r.set_by(e.by);
+  r.set_decision(e.decision);
+  for (const auto& v : e.victims) r.add_victims(v);
+  r.set_from(e.from);
+  r.set_to(e.to);
+  r.set_adopted(e.adopted);
+  return r;
+}
+
+size_t ReadModel::ShardOf(const std::string& id) { return std::hash<std::string>{}(id) % kShards; }
+
+std::shared_ptr<const ReadModel> ReadModel::Build(const core::Broker& broker, int64_t seq) {
+  auto m = std::make_shared<ReadModel>();
+  m->seq_ = seq;
+  m->now_ms_ = broker.Now();
+  m->config_ = std::make_shared<v1::Config>(broker.Config());
+  std::array<Shard, kShards> shards;
+  for (const core::JobView& v : broker.ListJobs()) {
+    shards[ShardOf(v.id)][v.id] = std::make_shared<v1::JobInfo>(ToJobInfo(v, nullptr));
+  }
+  for (int i = 0; i < kShards; ++i) m->shards_[i] = std::make_shared<Shard>(std::move(shards[i]));
+  auto index = std::make_shared<absl::flat_hash_map<std::string, int>>();
+  for (const auto& name : broker.TeamNames()) {
+    (*index)[name] = static_cast<int>(m->teams_.size());
+    m->teams_.push_back(std::make_shared<v1::TeamInfo>(ToTeamInfo(*broker.GetTeam(name))));
+  }
+  m->team_index_ = std::move(index);
+  return m;
+}
+
+std::shared_ptr<const ReadModel> ReadModel::Update(const ReadModel& prev, const core::Broker& broker, int64_t seq,
+                                                   const std::vector<std::string>& touched_jobs, bool all_teams) {
+  auto m = std::make_shared<ReadModel>(prev);
+  m->seq_ = seq;
+  m->now_ms_ = broker.Now();
+  if (all_teams) {
+    // The tree may have changed: rebuild teams and the config.
+    m->config_ = std::make_shared<v1::Config>(broker.Config());
+    m->teams_.clear();
+    auto index = std::make_shared<absl::flat_hash_map<std::string, int>>();
+    for (const auto& name : broker.TeamNames()) {
+      (*index)[name] = static_cast<int>(m->teams_.size());
+      m->teams_.push_back(std::make_shared<v1::TeamInfo>(ToTeamInfo(*broker.GetTeam(name))));
+    }
+    m->team_index_ = std::move(index);
+  }
+  std::vector<std::string> teams_to_refresh;
+  absl::flat_hash_map<size_t, std::shared_ptr<Shard>> copied;
+  for (const auto& id : touched_jobs) {
+    const size_t s = ShardOf(id);
+    auto it = copied.find(s);
+    if (it == copied.end()) it = copied.emplace(s, std::make_shared<Shard>(*prev.shards_[s])).first;
+    Shard& shard = *it->second;
+    std::string team;
+    if (auto old = shard.find(id); old != shard.end()) team = old->second->team();
+    if (auto view = broker.GetJob(id)) {
+      team = view->team;
+      shard[id] = std::make_shared<v1::JobInfo>(ToJobInfo(*view, nullptr));
+    } else {
+      shard.erase(id);  // ended: the ledger's jobs table keeps its history.
+    }
+    if (!team.empty()) teams_to_refresh.push_back(team);
+  }
+  for (auto& [s, shard] : copied) m->shards_[s] = std::move(shard);
+  if (!all_teams) {
+    // Each touched team and its ancestors.
+    absl::flat_hash_map<std::string, bool> seen;
+    for (std::string name : teams_to_refresh) {
+      while (!name.empty() && !seen.contains(name)) {
+        seen[name] = true;
+        auto idx = m->team_index_->find(name);
+        if (idx == m->team_index_->end()) break;
+        auto view = broker.GetTeam(name);
+        if (!view) break;
+        m->teams_[idx->second] = std::make_shared<v1::TeamInfo>(ToTeamInfo(*view));
+        name = view->parent;
+      }
+    }
+  }
+  return m;
+}
+
+const v1::JobInfo* ReadModel::FindJob(const std::string& id) const {
+  const Shard& shard = *shards_[ShardOf(id)];
+  auto it = shard.find(id);
+  return it == shard.end() ? nullptr : it->second.get();
+}
+
+std::vector<std::shared_ptr<const v1::JobInfo>> ReadModel::Jobs(const std::string& team, v1::JobState state) const {
+  std::vector<std::shared_ptr<const v1::JobInfo>> out;
+  for (const auto& shard : shards_) {
+    for (const auto& [id, job] : *shard) {
+      if (!team.empty() && job->team() != team) continue;
+      if (state != v1::JOB_STATE_UNSPECIFIED && job->state() != state) continue;
+      out.push_back(job);
+    }
+  }
+  std::sort(out.begin(), out.end(), [](const auto& a, const auto& b) { return a->job() < b->job(); });
+  return out;
+}
+
+int64_t ReadModel::QueuePosition(const v1::JobInfo& job) const {
+  if (job.state() != v1::JOB_STATE_QUEUED) return 0;
+  auto before = [](const v1::JobInfo& a, const v1::JobInfo& b) {
+    if (a.priority() != b.priority()) return a.priority() > b.priority();
+    if (a.created_at_ms() != b.created_at_ms()) return a.created_at_ms() < b.created_at_ms();
+    return a.job() < b.job();
+  };
+  int64_t ahead = 0;
+  for (const auto& shard : shards_) {
+    for (const auto& [id, other] : *shard) {
+      if (other->team() == job.team() && other->state() == v1::JOB_STATE_QUEUED && before(*other, job)) ++ahead;
+    }
+  }
+  return ahead + 1;
+}
+
+const v1::TeamInfo* ReadModel::FindTeam(const std::string& name) const {
+  auto it = team_index_->find(name);
+  return it == team_index_->end() ? nullptr : teams_[it->second].get();
+}
+
+std::vector<v1::TeamInfo> ReadModel::Teams() const {
+  std::vector<v1::TeamInfo> out;
+  out.reserve(teams_.size());
+  for (const auto& t : teams_) out.push_back(*t);
+  // lent: per resource, the leaves' total borrowed capacity attributed to
+  // each leaf in proportion to its idle lendable guarantee; inner nodes sum.
+  absl::flat_hash_map<std::string, double> borrowed_total, idle_total;
+  auto idle = [](const v1::TeamResource& r) -> double {
+    if (r.used() >= r.guaranteed()) return 0;
+    double free = static_cast<double>(r.guaranteed() - r.used());
+    if (r.has_lend_limit()) free = std::min<double>(free, static_cast<double>(r.lend_limit()));
+    return free;
+  };
+  for (const auto& t : out) {
+    if (!t.leaf()) continue;
+    for (const auto& r : t.resources()) {
+      borrowed_total[r.resource()] += static_cast<double>(r.borrowed());
+      idle_total[r.resource()] += idle(r);
+    }
+  }
+  absl::flat_hash_map<std::string, int> index;
+  for (size_t i = 0; i < out.size(); ++i) index[out[i].name()] = static_cast<int>(i);
+  for (auto& t : out) {
+    if (!t.leaf()) continue;
+    for (auto& r : *t.mutable_resources()) {
+      const double total_idle = idle_total[r.resource()];
+      if (total_idle <= 0) continue;
+      const double lent = std::min(borrowed_total[r.resource()], total_idle) * idle(r) / total_idle;
+      r.set_lent(static_cast<int64_t>(lent + 0.5));
+    }
+    // Add to ancestors.
+    for (std::string p = t.parent(); !p.empty();) {
+      auto it = index.find(p);
+      if (it == index.end()) break;
+      v1::TeamInfo& parent = out[it->second];
+      for (int i = 0; i < t.resources_size() && i < parent.resources_size(); ++i) {
+        parent.mutable_resources(i)->set_lent(parent.resources(i).lent() + t.resources(i).lent());
+      }
+      p = parent.parent();
+    }
+  }
+  return out;
+}
+
+}  // namespace tidegate::service

@@ -1,0 +1,68 @@
+// What readers see: an immutable picture of the broker published after each
+// group commit (DESIGN.md §1 "reads from snapshots"). Readers never touch the
+// core; they hold a shared_ptr to the model of their choice.
+//
+// Jobs live in copy-on-write shards and teams in copy-on-write entries, so a
+// batch that touched a few jobs copies a few shards, not 100,000 jobs.
+//
+// Threading: immutable once published; safe from any thread.
+#ifndef TIDEGATE_BROKER_SERVICE_READ_MODEL_H_
+#define TIDEGATE_BROKER_SERVICE_READ_MODEL_H_
+
+#include <array>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "broker/core/broker.h"
+#include "tidegate/v1/service.pb.h"
+
+namespace tidegate::service {
+
+class ReadModel {
+ public:
+  static constexpr int kShards = 4096;  // ~25 jobs a shard at 100,000 jobs.
+  using Shard = absl::flat_hash_map<std::string, std::shared_ptr<const v1::JobInfo>>;
+
+  // The first model: every job and team of `broker`.
+  static std::shared_ptr<const ReadModel> Build(const core::Broker& broker, int64_t seq);
+  // The next model: `prev` with the given jobs and every team on their paths
+  // re-read from `broker` (all teams when `all_teams`).
+  static std::shared_ptr<const ReadModel> Update(const ReadModel& prev, const core::Broker& broker, int64_t seq,
+                                                 const std::vector<std::string>& touched_jobs, bool all_teams);
+
+  int64_t seq() const { return seq_; }
+  core::Time now_ms() const { return now_ms_; }
+  const v1::Config& config() const { return *config_; }
+
+  const v1::JobInfo* FindJob(const std::string& id) const;
+  // Jobs of `team` (empty = all) in `state` (UNSPECIFIED = any), by id.
+  std::vector<std::shared_ptr<const v1::JobInfo>> Jobs(const std::string& team, v1::JobState state) const;
+  // 1-based position of a queued job in its team's queue (priority, then
+  // created_at, then id); 0 when it is not queued.
+  int64_t QueuePosition(const v1::JobInfo& job) const;
+
+  const v1::TeamInfo* FindTeam(const std::string& name) const;
+  // All teams in config order, with `lent` filled in: the borrowed capacity
+  // attributed to each team's idle lendable guarantee, in proportion.
+  std::vector<v1::TeamInfo> Teams() const;
+
+ private:
+  static size_t ShardOf(const std::string& id);
+  int64_t seq_ = 0;
+  core::Time now_ms_ = 0;
+  std::shared_ptr<const v1::Config> config_;
+  std::array<std::shared_ptr<const Shard>, kShards> shards_;
+  std::vector<std::shared_ptr<const v1::TeamInfo>> teams_;  // config order
+  std::shared_ptr<const absl::flat_hash_map<std::string, int>> team_index_;
+};
+
+// Conversions from the core's views to the API's messages.
+v1::JobInfo ToJobInfo(const core::JobView& view, const v1::JobSpec* spec);
+v1::TeamInfo ToTeamInfo(const core::TeamView& view);
+v1::DecisionRecord ToRecord(const core::Event& event);
+
+}  // namespace tidegate::service
+
+#endif  // TIDEGATE_BROKER_SERVICE_READ_MODEL_H_

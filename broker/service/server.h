@@ -1,0 +1,25 @@
+// tidegated: the broker process. Loads the config, opens the ledger, recovers
+// the core, serves gRPC until SIGTERM/SIGINT, then stops accepting, finishes
+// what is in flight, writes a snapshot and exits 0.
+#ifndef TIDEGATE_BROKER_SERVICE_SERVER_H_
+#define TIDEGATE_BROKER_SERVICE_SERVER_H_
+
+#include <string>
+
+namespace tidegate::service {
+
+struct ServerOptions {
+  std::string config_path;              // --config (YAML, tidegate.v1.Config)
+  std::string db_path = "tidegate.db";  // --db (SQLite ledger)
+  std::string listen = "127.0.0.1:50051";
+  bool sync_full = true;                // --sync full|normal
+  int64_t snapshot_every = 10000;       // journal entries between snapshots
+};
+
+// Exit codes: 0 after a clean shutdown, 2 bad config or flags, 1 when the
+// ledger or the listening port cannot be opened.
+int RunServer(const ServerOptions& options);
+
+}  // namespace tidegate::service
+
+#endif  // TIDEGATE_BROKER_SERVICE_SERVER_H_

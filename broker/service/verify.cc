@@ -1,0 +1,118 @@
+#include "broker/service/verify.h"
+
+#include <map>
+
+#include "absl/strings/str_cat.h"
+#include "broker/core/broker.h"
+#include "google/protobuf/util/message_differencer.h"
+
+namespace tidegate::service {
+namespace {
+
+// Restores `snap` and applies every journal entry after it.
+absl::StatusOr<std::unique_ptr<core::Broker>> Replay(ledger::Store& store, const ledger::SnapshotRecord& snap,
+                                                     int64_t* entries, std::vector<std::string>* problems) {
+  v1::CoreSnapshot parsed;
+  if (!parsed.ParseFromString(snap.payload)) {
+    return absl::DataLossError(absl::StrCat("snapshot at seq ", snap.seq, " does not parse"));
+  }
+  auto broker = core::Broker::Restore(parsed);
+  if (!broker.ok()) return broker.status();
+  int64_t expected = snap.seq + 1;
+  absl::Status read = store.ReadJournal(snap.seq, [&](const ledger::JournalRecord& rec) -> absl::Status {
+    if (rec.seq != expected) {
+      problems->push_back(absl::StrCat("journal: expected entry ", expected, ", found ", rec.seq));
+    }
+    expected = rec.seq + 1;
+    v1::Command command;
+    if (!command.ParseFromString(rec.payload)) {
+      problems->push_back(absl::StrCat("journal: entry ", rec.seq, " does not parse"));
+      return absl::OkStatus();
+    }
+    (*broker)->Apply(command, rec.at_ms);
+    ++*entries;
+    return absl::OkStatus();
+  });
+  if (!read.ok()) problems->push_back(absl::StrCat("journal: ", read.message()));
+  return broker;
+}
+
+std::string StateName(v1::JobState s) {
+  switch (s) {
+    case v1::JOB_STATE_QUEUED: return "queued";
+    case v1::JOB_STATE_ADMITTED: return "admitted";
+    case v1::JOB_STATE_DRAINING: return "draining";
+    default: return "unknown";
+  }
+}
+
+}  // namespace
+
+absl::StatusOr<VerifyReport> VerifyLedger(ledger::Store& store) {
+  VerifyReport report;
+  auto earliest = store.EarliestSnapshot();
+  if (!earliest.ok()) return earliest.status();
+  if (!earliest->has_value()) return absl::FailedPreconditionError("the ledger has no initial state");
+  auto latest = store.LatestSnapshot();
+  if (!latest.ok()) return latest.status();
+
+  auto from_start = Replay(store, **earliest, &report.entries, &report.problems);
+  if (!from_start.ok()) return from_start.status();
+  int64_t tail = 0;
+  std::vector<std::string> ignored;  // the same journal: reported once above.
+  auto from_snapshot = Replay(store, **latest, &tail, &ignored);
+  if (!from_snapshot.ok()) {
+    report.problems.push_back(absl::StrCat("latest snapshot: ", from_snapshot.status().message()));
+    return report;
+  }
+  const v1::CoreSnapshot a = (*from_start)->Snapshot();
+  const v1::CoreSnapshot b = (*from_snapshot)->Snapshot();
+  report.jobs = a.jobs_size();
+  if (!google::protobuf::util::MessageDifferencer::Equivalent(a.config(), b.config())) {
+    report.problems.push_back("config: the replayed config differs from the latest snapshot's");
+  }
+  std::map<std::string, const v1::JobSnapshot*> ja, jb;
+  for (const auto& j : a.jobs()) ja[j.spec().job()] = &j;
+  for (const auto& j : b.jobs()) jb[j.spec().job()] = &j;
+  for (const auto& [id, j] : ja) {
+    auto it = jb.find(id);
+    if (it == jb.end()) {
+      report.problems.push_back(absl::StrCat("job ", id, ": in the replay, missing from the stored state"));
+      continue;
+    }
+    google::protobuf::util::MessageDifferencer diff;
+    // The wait reason is a cached explanation, not state.
+    diff.IgnoreField(v1::JobSnapshot::descriptor()->FindFieldByName("reason"));
+    std::string out;
+    diff.ReportDifferencesToString(&out);
+    if (!diff.Compare(*j, *it->second)) {
+      report.problems.push_back(absl::StrCat("job ", id, ": replay and stored state differ: ", out));
+    }
+  }
+  for (const auto& [id, j] : jb) {
+    if (!ja.count(id)) report.problems.push_back(absl::StrCat("job ", id, ": in the stored state, not in the replay"));
+  }
+  // The jobs query table must agree with the core on every live job.
+  auto rows = store.Jobs({});
+  if (!rows.ok()) return rows.status();
+  std::map<std::string, const ledger::JobRow*> table;
+  for (const auto& r : *rows) table[r.job] = &r;
+  for (const auto& [id, j] : ja) {
+    auto it = table.find(id);
+    if (it == table.end()) {
+      report.problems.push_back(absl::StrCat("jobs table: job ", id, " is missing"));
+    } else if (it->second->state != StateName(j->state())) {
+      report.problems.push_back(absl::StrCat("jobs table: job ", id, " is '", it->second->state, "', the core says '",
+                                             StateName(j->state()), "'"));
+    }
+  }
+  for (const auto& [id, row] : table) {
+    const bool live = row->state == "queued" || row->state == "admitted" || row->state == "draining";
+    if (live && !ja.count(id)) {
+      report.problems.push_back(absl::StrCat("jobs table: job ", id, " is '", row->state, "' but the core has ended it"));
+    }
+  }
+  return report;
+}
+
+}  // namespace tidegate::service

@@ -1,0 +1,27 @@
+// tidegated --config FILE --db FILE --listen ADDR: the broker (DESIGN.md §8).
+#include "CLI/CLI.hpp"
+#include "broker/service/server.h"
+
+int main(int argc, char** argv) {
+  tidegate::service::ServerOptions options;
+  CLI::App app{"tidegated: the Tidegate GPU quota broker.\n"
+               "Exit codes: 0 clean shutdown (SIGTERM/SIGINT), 1 ledger or port unavailable, 2 bad flags or config."};
+  app.add_option("--config", options.config_path, "broker config (YAML, tidegate.v1.Config)")->required();
+  app.add_option("--db", options.db_path, "SQLite ledger file (created if missing)")->capture_default_str();
+  app.add_option("--listen", options.listen, "gRPC address to serve")->capture_default_str();
+  std::string sync = "full";
+  app.add_option("--sync", sync, "SQLite synchronous mode: full (durable across power loss) or normal")
+      ->check(CLI::IsMember({"full", "normal"}))
+      ->capture_default_str();
+  app.add_option("--snapshot-every", options.snapshot_every, "journal entries between snapshots")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    const int code = app.exit(e);
+    return code == 0 ? 0 : 2;
+  }
+  options.sync_full = sync == "full";
+  return tidegate::service::RunServer(options);
+}

@@ -1,0 +1,119 @@
+#include "tests/support/server_process.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+namespace tidegate::testing {
+
+TempDir::TempDir() {
+  std::string tmpl = (std::filesystem::temp_directory_path() / "tidegate-test-XXXXXX").string();
+  path_ = mkdtemp(tmpl.data());
+}
+
+TempDir::~TempDir() {
+  std::error_code ec;
+  std::filesystem::remove_all(path_, ec);
+}
+
+std::string ServerProcess::BinDir() {
+  if (const char* dir = std::getenv("TIDEGATE_BIN_DIR")) return dir;
+  return "build/bin";
+}
+
+ServerProcess::ServerProcess(std::string config_path, std::string db_path, std::vector<std::string> extra)
+    : config_(std::move(config_path)), db_(std::move(db_path)), extra_(std::move(extra)) {
+  stderr_path_ = db_ + ".stderr.log";
+}
+
+ServerProcess::~ServerProcess() { Kill(); }
+
+bool ServerProcess::Start() {
+  int out[2];
+  if (pipe(out) != 0) return false;
+  const std::string bin = BinDir() + "/tidegated";
+  std::vector<std::string> args = {bin, "--config", config_, "--db", db_, "--listen", "127.0.0.1:0"};
+  args.insert(args.end(), extra_.begin(), extra_.end());
+  pid_ = fork();
+  if (pid_ == 0) {
+    dup2(out[1], STDOUT_FILENO);
+    const int err = open(stderr_path_.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
+    if (err >= 0) dup2(err, STDERR_FILENO);
+    close(out[0]);
+    std::vector<char*> argv;
+    for (auto& a : args) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    execv(bin.c_str(), argv.data());
+    _exit(127);
+  }
+  close(out[1]);
+  stdout_fd_ = out[0];
+  // Wait (bounded) for "tidegated listening on ADDR".
+  std::string seen;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while (std::chrono::steady_clock::now() < deadline) {
+    pollfd p{stdout_fd_, POLLIN, 0};
+    if (poll(&p, 1, 100) <= 0) {
+      int status;
+      if (waitpid(pid_, &status, WNOHANG) == pid_) {
+        pid_ = -1;
+        return false;
+      }
+      continue;
+    }
+    char buf[256];
+    const ssize_t n = read(stdout_fd_, buf, sizeof buf);
+    if (n <= 0) return false;
+    seen.append(buf, n);
+    const std::string marker = "tidegated listening on ";
+    if (auto at = seen.find(marker); at != std::string::npos) {
+      auto end = seen.find('\n', at);
+      if (end == std::string::npos) continue;
+      address_ = seen.substr(at + marker.size(), end - at - marker.size());
+      return true;
+    }
+  }
+  return false;
+}
+
+int ServerProcess::Terminate() {
+  if (pid_ < 0) return -1;
+  kill(pid_, SIGTERM);
+  int status = 0;
+  waitpid(pid_, &status, 0);
+  pid_ = -1;
+  if (stdout_fd_ >= 0) close(stdout_fd_);
+  stdout_fd_ = -1;
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+void ServerProcess::Kill() {
+  if (pid_ < 0) return;
+  kill(pid_, SIGKILL);
+  int status = 0;
+  waitpid(pid_, &status, 0);
+  pid_ = -1;
+  if (stdout_fd_ >= 0) close(stdout_fd_);
+  stdout_fd_ = -1;
+}
+
+std::shared_ptr<grpc::Channel> ServerProcess::Channel() const {
+  return grpc::CreateChannel(address_, grpc::InsecureChannelCredentials());
+}
+
+std::string ServerProcess::Stderr() const {
+  std::ifstream in(stderr_path_);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+}  // namespace tidegate::testing
