@@ -262,9 +262,31 @@ void Admission::Reconfigure(const v1::Config& next) {
     return;
   }
   s_.Reconfigure(*std::move(compiled), next);
+  // Reasons named the old limits; say what binds under the new config
+  // (the cycle that follows may not retry jobs of a stuck team).
+  s_.ForEachJob([&](int j) {
+    Job& job = s_.job(j);
+    if (job.phase != Phase::kQueued || job.victims_left > 0) return;
+    job.exceeds_max = ExceedsMax(job);
+    job.reason = job.exceeds_max ? "exceeds_max" : BindingReason(job, Contested(job));
+  });
 }
 
 // ---------------------------------------------------------------- time
+
+bool Admission::TimerLive(const Timer& timer) const {
+  const Job& job = s_.job(timer.job);
+  if (job.gen != timer.gen) return false;  // the slot was reused.
+  if (job.phase == Phase::kDraining) return job.drain_deadline == timer.at;
+  return job.phase == Phase::kQueued && job.requeued_at >= 0 &&
+         job.requeued_at + s_.config().policy.requeue_backoff_s * kMillisPerSecond == timer.at;
+}
+
+void Admission::DropStaleTimers() {
+  // So NextDeadline() reports only real work, the same in a restored core.
+  auto& timers = s_.timers();
+  while (!timers.empty() && !TimerLive(timers.top())) timers.pop();
+}
 
 void Admission::RunDue(Time now) {
   auto& timers = s_.timers();
@@ -275,45 +297,35 @@ void Admission::RunDue(Time now) {
     while (!timers.empty() && timers.top().at == t) {
       const Timer timer = timers.top();
       timers.pop();
+      if (!TimerLive(timer)) continue;
       Job& job = s_.job(timer.job);
-      if (job.gen != timer.gen) continue;  // the slot was reused.
-      if (job.phase == Phase::kDraining && job.drain_deadline == t) {
+      if (job.phase == Phase::kDraining) {
         Leave(timer.job, /*ended=*/false);
-        any = true;
-      } else if (job.phase == Phase::kQueued && job.requeued_at >= 0 &&
-                 job.requeued_at + s_.config().policy.requeue_backoff_s * kMillisPerSecond == t) {
-        job.parked_stamp = 0;  // may choose victims now.
-        any = true;
+      } else {
+        job.parked_stamp = 0;  // its backoff is over: it may choose victims now.
       }
+      any = true;
     }
     if (any) Cycle();
   }
-  // Drop stale timers so NextDeadline() reports real work.
-  while (!timers.empty()) {
-    const Timer& top = timers.top();
-    const Job& job = s_.job(top.job);
-    const bool live = job.gen == top.gen &&
-                      ((job.phase == Phase::kDraining && job.drain_deadline == top.at) ||
-                       (job.phase == Phase::kQueued && job.requeued_at >= 0));
-    if (live) break;
-    timers.pop();
-  }
+  DropStaleTimers();
   s_.set_now(std::max(now, s_.now()));
 }
 
 // ---------------------------------------------------------------- cycle
 
 void Admission::Cycle() {
-  // Victims that leave at once (grace 0) are requeued mid-pass; they may take
-  // free capacity at once, so run another pass while that happens.
+  // Victims that leave at once (grace 0) free capacity mid-pass, beyond what
+  // their reclaimer may need, and are requeued; jobs already passed over (or
+  // teams judged stuck) may fit now, so run another pass while that happens.
   for (int round = 0; round < 16; ++round) {
-    requeued_ = false;
+    freed_ = false;
     if (s_.config().policy.fair_sharing) {
       FairSharePass();
     } else {
       ClassicalPass();
     }
-    if (!requeued_) break;
+    if (!freed_) break;
   }
 }
 
@@ -648,8 +660,8 @@ void Admission::Leave(int v, bool ended) {
     Emit(std::move(e));
     const Time backoff = s_.config().policy.requeue_backoff_s * kMillisPerSecond;
     if (backoff > 0) s_.AddTimer(s_.now() + backoff, v);
-    requeued_ = true;
   }
+  freed_ = true;
   if (waiting >= 0 && s_.job(waiting).victims_left == 0) ResolveWaiting(waiting);
 }
 

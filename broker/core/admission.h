@@ -44,6 +44,9 @@ class Admission {
   // Writes a `queue` record for each job submitted in this call that is
   // still waiting and has no record yet.
   void AnnounceQueued();
+  // Pops timers that no longer stand for work (the job left, was readmitted,
+  // or the slot was reused), so NextDeadline() names real work only.
+  void DropStaleTimers();
 
  private:
   enum class Outcome { kAdmitted, kWaiting, kQueued };
@@ -61,13 +64,14 @@ class Admission {
   void ClassicalPass();
   void FairSharePass();
   bool TeamStuck(int team) const;
+  bool TimerLive(const Timer& timer) const;
 
   void Emit(Event e);
   void Reconfigure(const v1::Config& next);
 
   State& s_;
   std::vector<int> submitted_;
-  bool requeued_ = false;
+  bool freed_ = false;  // a job left mid-pass: its capacity may fit jobs already passed.
 };
 
 }  // namespace tidegate::core

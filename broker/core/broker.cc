@@ -54,14 +54,14 @@ std::vector<Event> Broker::Apply(const v1::Command& command, Time now) {
   }
   adm.Cycle();
   adm.AnnounceQueued();
+  adm.DropStaleTimers();
   std::vector<Event> out;
   out.swap(s.out());
   return out;
 }
 
 std::optional<Time> Broker::NextDeadline() const {
-  // Stale timers are popped by Admission::RunDue; the top may still be stale
-  // between calls, which only costs the driver an empty tick.
+  // Apply pops stale timers before it returns, so the top is real work.
   if (state_->timers().empty()) return std::nullopt;
   return state_->timers().top().at;
 }

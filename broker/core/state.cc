@@ -247,7 +247,8 @@ void State::Reconfigure(CompiledConfig config, v1::Config source) {
       hold.leaf = nmap[hold.leaf];
       hold.cluster = cmap[hold.cluster];
     }
-    job.exceeds_max = false;  // the config changed: retry.
+    if (job.exceeds_max) job.reason.clear();  // the config changed: retry.
+    job.exceeds_max = false;
     job.parked_stamp = 0;
   }
   std::vector<NodeState> next(config.nodes.size());

@@ -140,6 +140,7 @@ void CollectSubtree(const State& s, const Job& J, int node, int meeting, int ski
       continue;
     }
     if (c == J.team || !BorrowingOnAny(s, c, contested)) continue;
+    out->reserve(out->size() + s.ns(c).running.size());
     for (int cj : s.ns(c).running) {
       const Job& cand = s.job(cj);
       if (!Eligible(s, cand, contested)) continue;
@@ -187,6 +188,7 @@ std::vector<Victim> ClassicalVictims(State& s, int j, ResourceMask contested) {
   const int R = s.R();
   const bool lacks_room = ClusterLacksRoom(s, J);
   std::vector<Candidate> cands;
+  cands.reserve(s.ns(t).running.size());
 
   // Same-team candidates.
   if (pol.within_team != v1::WITHIN_TEAM_NEVER) {
