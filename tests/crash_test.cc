@@ -35,6 +35,9 @@ struct Acked {
   std::mutex mu;
   std::set<std::string> admitted;  // acknowledged Admit (any decision), not released
   std::set<std::string> released;  // acknowledged Release
+  // Release sent, no answer (the server was killed): it may or may not have
+  // been committed, and either is correct.
+  std::set<std::string> uncertain;
 };
 
 void Client(std::shared_ptr<grpc::Channel> channel, int round, int id, std::atomic<bool>* stop, Acked* acked) {
@@ -46,6 +49,11 @@ void Client(std::shared_ptr<grpc::Channel> channel, int round, int id, std::atom
     ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(2));
     if (!mine.empty() && rng() % 2 == 0) {
       const std::string job = mine.back();
+      {
+        std::lock_guard<std::mutex> lock(acked->mu);
+        acked->admitted.erase(job);
+        acked->uncertain.insert(job);
+      }
       v1::ReleaseRequest req;
       req.set_job(job);
       v1::ReleaseResponse resp;
@@ -53,7 +61,7 @@ void Client(std::shared_ptr<grpc::Channel> channel, int round, int id, std::atom
       if (!s.ok()) return;  // the server went away: stop.
       mine.pop_back();
       std::lock_guard<std::mutex> lock(acked->mu);
-      acked->admitted.erase(job);
+      acked->uncertain.erase(job);
       acked->released.insert(job);
       continue;
     }
@@ -112,6 +120,15 @@ TEST(CrashTest, KillNineLosesNothingAcknowledgedAndLedgerVerifies) {
       EXPECT_EQ(stub->GetJob(&ctx, req, &info).error_code(), grpc::StatusCode::NOT_FOUND)
           << "acknowledged release of " << job << " was lost";
     }
+    // Unanswered releases: whichever way they went, record it for later rounds.
+    for (const auto& job : std::set<std::string>(acked.uncertain)) {
+      grpc::ClientContext ctx;
+      v1::GetJobRequest req;
+      req.set_job(job);
+      v1::JobInfo info;
+      (stub->GetJob(&ctx, req, &info).ok() ? acked.admitted : acked.released).insert(job);
+    }
+    acked.uncertain.clear();
     // Nothing half-applied: each team's usage is the demand of its jobs
     // that hold capacity.
     grpc::ClientContext list_ctx;

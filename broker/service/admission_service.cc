@@ -1,5 +1,6 @@
 #include <algorithm>
 #include <mutex>
+#include <optional>
 
 #include "absl/strings/str_cat.h"
 #include "broker/service/services.h"
@@ -232,11 +233,21 @@ class AdmissionServiceImpl::Waiter : public grpc::ServerWriteReactor<v1::WaitAdm
     Pump();
   }
 
+  void Close(const grpc::Status& status) {
+    std::lock_guard<std::recursive_mutex> lock(mu_);
+    if (!writing_) Done(status);
+    else close_with_ = status;
+  }
+
   void OnWriteDone(bool ok) override {
     std::lock_guard<std::recursive_mutex> lock(mu_);
     writing_ = false;
     if (!ok) {
       Done(grpc::Status(grpc::StatusCode::CANCELLED, "the client went away"));
+      return;
+    }
+    if (close_with_) {
+      Done(*close_with_);
       return;
     }
     Pump();
@@ -285,6 +296,7 @@ class AdmissionServiceImpl::Waiter : public grpc::ServerWriteReactor<v1::WaitAdm
   std::deque<v1::WaitAdmissionResponse> pending_;
   v1::WaitAdmissionResponse current_;
   std::shared_ptr<Waiter> self_;
+  std::optional<grpc::Status> close_with_;
 };
 
 grpc::ServerWriteReactor<v1::WaitAdmissionResponse>* AdmissionServiceImpl::WaitAdmission(
@@ -292,6 +304,17 @@ grpc::ServerWriteReactor<v1::WaitAdmissionResponse>* AdmissionServiceImpl::WaitA
   auto waiter = std::make_shared<Waiter>(this, req->job());
   waiter->Start(waiter);
   return waiter.get();
+}
+
+void AdmissionServiceImpl::CloseStreams() {
+  std::vector<std::shared_ptr<Waiter>> waiters;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    waiters = registry_;
+  }
+  for (auto& w : waiters) {
+    w->Close(grpc::Status(grpc::StatusCode::UNAVAILABLE, "the broker is shutting down; reconnect"));
+  }
 }
 
 void AdmissionServiceImpl::Notify() {

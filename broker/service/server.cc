@@ -1,6 +1,8 @@
 #include "broker/service/server.h"
 
+#include <fcntl.h>
 #include <pthread.h>
+#include <sys/file.h>
 #include <signal.h>
 
 #include <chrono>
@@ -37,6 +39,15 @@ int RunServer(const ServerOptions& options) {
     return 2;
   }
   for (const auto& w : compiled->warnings) spdlog::warn("config: {}", w);
+
+  // One broker per ledger: a second one on the same file would fork the
+  // journal. The lock is released by the kernel when the process ends.
+  const std::string lock_path = options.db_path + ".lock";
+  const int lock_fd = open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  if (lock_fd < 0 || flock(lock_fd, LOCK_EX | LOCK_NB) != 0) {
+    std::cerr << "tidegated: " << options.db_path << " is in use by another tidegated (lock " << lock_path << ")\n";
+    return 1;
+  }
 
   ledger::SqliteOptions sqlite;
   sqlite.synchronous_full = options.sync_full;
@@ -75,6 +86,8 @@ int RunServer(const ServerOptions& options) {
   grpc::EnableDefaultHealthCheckService(true);
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
   grpc::ServerBuilder builder;
+  // Refuse a port another process already serves (gRPC allows SO_REUSEPORT).
+  builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
   int port = 0;
   builder.AddListeningPort(options.listen, grpc::InsecureServerCredentials(), &port);
   builder.RegisterService(&admission);
@@ -97,6 +110,7 @@ int RunServer(const ServerOptions& options) {
   sigwait(&signals, &sig);
   spdlog::info("signal {}: stopping (finishing what is in flight)", sig);
   server->GetHealthCheckService()->SetServingStatus(false);
+  admission.CloseStreams();
   // New calls get UNAVAILABLE; calls in flight finish, since the loop still runs.
   server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(10));
   (*loop)->Stop();  // drains the queue, writes a snapshot.

@@ -40,6 +40,9 @@ class AdmissionServiceImpl final : public v1::AdmissionService::CallbackService 
 
   // Wakes WaitAdmission streams; the server calls it after every batch.
   void Notify();
+  // Ends every WaitAdmission stream with UNAVAILABLE (shutdown: clients
+  // reconnect to the next broker), so Shutdown need not wait for them.
+  void CloseStreams();
 
  private:
   CoreLoop* loop_;

@@ -1,0 +1,7 @@
+# bench_forecast: forecast speed (issue 6 §7). Included from bench/CMakeLists.txt:
+#   include(${CMAKE_CURRENT_SOURCE_DIR}/forecast.cmake)
+find_package(Threads REQUIRED)
+add_executable(bench_forecast ${CMAKE_CURRENT_LIST_DIR}/forecast_bench.cc)
+target_include_directories(bench_forecast PRIVATE ${PROJECT_SOURCE_DIR})
+target_link_libraries(bench_forecast PRIVATE tidegate_forecast benchmark::benchmark Threads::Threads)
+target_compile_options(bench_forecast PRIVATE ${TIDEGATE_WARNINGS})
