@@ -14,6 +14,14 @@
 #include "cli/value_format.h"
 
 namespace tidegate::cli {
+namespace {
+// Listing 100,000 jobs is a message of tens of MB: lift gRPC's 4 MB default.
+grpc::ChannelArguments ChannelArgs() {
+  grpc::ChannelArguments args;
+  args.SetMaxReceiveMessageSize(-1);
+  return args;
+}
+}  // namespace
 
 void AddClientOptions(CLI::App& app, ClientOptions* options) {
   app.add_option("--server", options->server,
@@ -110,7 +118,7 @@ std::string BrokerCommandFooter() {
 Client::Client(std::string server, std::chrono::seconds timeout)
     : server_(std::move(server)),
       timeout_(timeout),
-      channel_(grpc::CreateChannel(server_, grpc::InsecureChannelCredentials())),
+      channel_(grpc::CreateCustomChannel(server_, grpc::InsecureChannelCredentials(), ChannelArgs())),
       admission_(v1::AdmissionService::NewStub(channel_)),
       quota_(v1::QuotaService::NewStub(channel_)) {}
 

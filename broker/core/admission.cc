@@ -650,6 +650,7 @@ void Admission::Leave(int v, bool ended) {
     s_.DropJob(v);
   } else {
     victim.admitted_at = -1;
+    victim.borrowing = false;
     victim.requeued_at = s_.now();
     victim.parked_stamp = 0;
     victim.reason = "requeued";

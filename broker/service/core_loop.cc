@@ -246,7 +246,9 @@ void CoreLoop::ApplyBatch(std::vector<Pending> batch) {
     }
     out.jobs.push_back(std::move(row));
   }
-  if (now - last_accounting_ >= options_.accounting_every_ms || all_teams) Account(now, &out.usage, &out.loans);
+  // Every batch is observed (usage is piecewise constant between batches);
+  // rows are written about once a second, merged by the accountant.
+  Account(now, now - last_accounting_ >= options_.accounting_every_ms || all_teams, &out.usage, &out.loans);
   if (seq_ - last_snapshot_seq_ >= options_.snapshot_every) {
     out.snapshot = ledger::SnapshotRecord{seq_, now, broker_->Snapshot().SerializeAsString()};
     last_snapshot_seq_ = seq_;
@@ -273,13 +275,14 @@ absl::Status CoreLoop::Snapshot() {
   if (seq_ == last_snapshot_seq_) return absl::OkStatus();
   ledger::Batch out;
   out.snapshot = ledger::SnapshotRecord{seq_, broker_->Now(), broker_->Snapshot().SerializeAsString()};
-  Account(broker_->Now(), &out.usage, &out.loans);
+  Account(broker_->Now(), /*take_rows=*/true, &out.usage, &out.loans);
   auto s = store_->Commit(out);
   if (s.ok()) last_snapshot_seq_ = seq_;
   return s;
 }
 
-void CoreLoop::Account(core::Time now, std::vector<ledger::UsageRow>* usage, std::vector<ledger::LoanRow>* loans) {
+void CoreLoop::Account(core::Time now, bool take_rows, std::vector<ledger::UsageRow>* usage,
+                       std::vector<ledger::LoanRow>* loans) {
   ledger::Observation obs;
   obs.now_ms = now;
   for (const auto& name : broker_->TeamNames()) {
@@ -300,6 +303,7 @@ void CoreLoop::Account(core::Time now, std::vector<ledger::UsageRow>* usage, std
     spdlog::warn("accounting: {}", s.ToString());
     return;
   }
+  if (!take_rows) return;
   ledger::AccountingRows rows = accountant_.TakeRows();
   for (auto& r : rows.usage) usage->push_back(std::move(r));
   for (auto& r : rows.loans) loans->push_back(std::move(r));

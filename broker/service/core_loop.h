@@ -78,7 +78,10 @@ class CoreLoop {
   void ApplyBatch(std::vector<Pending> batch);
   absl::Status Snapshot();
   void Publish(const std::vector<core::Event>& events, const std::vector<std::string>& touched);
-  void Account(core::Time now, std::vector<ledger::UsageRow>* usage, std::vector<ledger::LoanRow>* loans);
+  // Observes every leaf team's usage at `now`; with take_rows, moves the
+  // accumulated hourly usage and loans into the batch.
+  void Account(core::Time now, bool take_rows, std::vector<ledger::UsageRow>* usage,
+               std::vector<ledger::LoanRow>* loans);
 
   std::unique_ptr<core::Broker> broker_;
   std::unique_ptr<ledger::Store> store_;

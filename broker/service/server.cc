@@ -16,11 +16,14 @@
 #include "grpcpp/ext/proto_server_reflection_plugin.h"
 #include "grpcpp/grpcpp.h"
 #include "grpcpp/health_check_service_interface.h"
+#include "spdlog/sinks/stdout_color_sinks.h"
 #include "spdlog/spdlog.h"
 
 namespace tidegate::service {
 
 int RunServer(const ServerOptions& options) {
+  // Logs go to stderr; stdout carries only the "listening on" line.
+  spdlog::set_default_logger(spdlog::stderr_color_mt("tidegated"));
   // Signals are taken by sigwait() below; block them before any thread starts.
   sigset_t signals;
   sigemptyset(&signals);
