@@ -15,6 +15,15 @@ void Admission::Emit(Event e) {
   s_.out().push_back(std::move(e));
 }
 
+void Admission::Reject(const v1::JobSpec& spec, const absl::Status& why) {
+  Event e;
+  e.type = EventType::kReject;
+  e.job = spec.job();
+  e.team = spec.team();
+  e.reason = std::string(why.message());
+  Emit(std::move(e));
+}
+
 void Admission::Error(const std::string& job, std::string reason) {
   Event e;
   e.type = EventType::kError;
@@ -95,12 +104,7 @@ void Admission::Submit(const v1::JobSpec& spec) {
                                       "draining: only adopt may record a job that is already draining"))
                                 : ParseJobSpec(s_.config(), spec, s_.now());
   if (!parsed.ok()) {
-    Event e;
-    e.type = EventType::kReject;
-    e.job = spec.job();
-    e.team = spec.team();
-    e.reason = std::string(parsed.status().message());
-    Emit(std::move(e));
+    Reject(spec, parsed.status());
     return;
   }
   const int existing = s_.FindJob(parsed->id);
@@ -119,12 +123,7 @@ void Admission::Adopt(const v1::AdoptJobs& batch) {
   for (const v1::JobSpec& spec : batch.jobs()) {
     auto parsed = ParseJobSpec(s_.config(), spec, s_.now());
     if (!parsed.ok()) {
-      Event e;
-      e.type = EventType::kReject;
-      e.job = spec.job();
-      e.team = spec.team();
-      e.reason = std::string(parsed.status().message());
-      Emit(std::move(e));
+      Reject(spec, parsed.status());
       continue;
     }
     if (s_.FindJob(parsed->id) >= 0) {

@@ -67,6 +67,8 @@ class Admission {
   bool TimerLive(const Timer& timer) const;
 
   void Emit(Event e);
+  // A `reject` record for a job spec that failed validation; changes nothing.
+  void Reject(const v1::JobSpec& spec, const absl::Status& why);
   void Reconfigure(const v1::Config& next);
 
   State& s_;

@@ -8,7 +8,8 @@
 
 namespace tidegate::core {
 
-using u128 = unsigned __int128;
+// __extension__: GCC's 128-bit integers are not ISO C++ (-Wpedantic).
+__extension__ typedef unsigned __int128 u128;
 
 // num/den with den > 0, or +infinity (den == 0, num > 0). Never reduced:
 // comparison is exact without overflow (continued-fraction style), so any

@@ -97,10 +97,10 @@ bool CandidateKey::operator<(const CandidateKey& o) const {
   return *id < *o.id;
 }
 
-unsigned __int128 LostWork(const Job& job, Time now) {
+u128 LostWork(const Job& job, Time now) {
   const Time since = std::max(job.last_checkpoint, job.admitted_at);
   const Time span = std::max<Time>(0, now - since);
-  return static_cast<unsigned __int128>(job.gpus) * static_cast<unsigned __int128>(span);
+  return static_cast<u128>(job.gpus) * static_cast<u128>(span);
 }
 
 bool Eligible(const State& s, const Job& c, ResourceMask contested) {

@@ -6,6 +6,7 @@
 
 #include <vector>
 
+#include "broker/core/fraction.h"
 #include "broker/core/state.h"
 
 namespace tidegate::core {
@@ -27,7 +28,7 @@ struct CandidateKey {
   bool own_team;       // key 3
   int32_t priority;    // key 4
   bool not_shrinkable; // key 5a (elastic shrink; always true until issue 4)
-  unsigned __int128 lost_work;  // key 5b, 0 with newest_first
+  u128 lost_work;  // key 5b, 0 with newest_first
   Time neg_admitted_at;  // key 6
   const std::string* id;  // key 7
   bool operator<(const CandidateKey& o) const;
@@ -35,7 +36,7 @@ struct CandidateKey {
 
 // The candidate's lost work at `now`: GPUs x (now - max(last checkpoint,
 // admitted_at)).
-unsigned __int128 LostWork(const Job& job, Time now);
+u128 LostWork(const Job& job, Time now);
 
 // POLICY.md §3. Returns the victims of the first successful pass (empty when
 // no pass fits). `contested` is the mask of contested resources for job j.

@@ -30,6 +30,22 @@ void FillJob(const ReadModel& model, const std::string& id, v1::JobInfo* out, bo
   }
 }
 
+// Completes a command about an existing job: OK, or NOT_FOUND when the core
+// no longer knew the job (it ended between the check and the command).
+Done FinishOkUnlessUnknown(grpc::ServerUnaryReactor* reactor, std::string id) {
+  return [reactor, id = std::move(id)](absl::StatusOr<Applied> applied) {
+    if (!applied.ok()) {
+      reactor->Finish(ToGrpc(applied.status()));
+      return;
+    }
+    if (const auto* e = FindEvent(*applied, id, core::EventType::kError)) {
+      reactor->Finish(grpc::Status(grpc::StatusCode::NOT_FOUND, e->reason));
+      return;
+    }
+    reactor->Finish(grpc::Status::OK);
+  };
+}
+
 }  // namespace
 
 grpc::ServerUnaryReactor* AdmissionServiceImpl::Admit(grpc::CallbackServerContext* ctx, const v1::AdmitRequest* req,
@@ -106,17 +122,7 @@ grpc::ServerUnaryReactor* AdmissionServiceImpl::Release(grpc::CallbackServerCont
   }
   v1::Command cmd;
   cmd.set_finish(id);
-  loop_->Submit(std::move(cmd), [reactor, id](absl::StatusOr<Applied> applied) {
-    if (!applied.ok()) {
-      reactor->Finish(ToGrpc(applied.status()));
-      return;
-    }
-    if (const auto* e = FindEvent(*applied, id, core::EventType::kError)) {
-      reactor->Finish(grpc::Status(grpc::StatusCode::NOT_FOUND, e->reason));
-      return;
-    }
-    reactor->Finish(grpc::Status::OK);
-  });
+  loop_->Submit(std::move(cmd), FinishOkUnlessUnknown(reactor, id));
   return reactor;
 }
 
@@ -131,17 +137,7 @@ grpc::ServerUnaryReactor* AdmissionServiceImpl::ReportCheckpoint(grpc::CallbackS
   }
   v1::Command cmd;
   cmd.set_checkpoint(id);
-  loop_->Submit(std::move(cmd), [reactor, id](absl::StatusOr<Applied> applied) {
-    if (!applied.ok()) {
-      reactor->Finish(ToGrpc(applied.status()));
-      return;
-    }
-    if (const auto* e = FindEvent(*applied, id, core::EventType::kError)) {
-      reactor->Finish(grpc::Status(grpc::StatusCode::NOT_FOUND, e->reason));
-      return;
-    }
-    reactor->Finish(grpc::Status::OK);
-  });
+  loop_->Submit(std::move(cmd), FinishOkUnlessUnknown(reactor, id));
   return reactor;
 }
 
