@@ -1,4 +1,4 @@
-// Reads one hourly series out of CSV text (the files in ../shared/data and
+// Reads one hourly series out of CSV text (the files in tests/data and
 // what `tidegate forecast --input` is given). Parsing only: the caller reads
 // the file, so this stays pure and testable without disk.
 //

@@ -9,7 +9,7 @@ daily seasonal naive forecast; lower is better) with the model that
 `tidegate forecast` chooses. Standard library only.
 
   /usr/bin/python3 tests/forecast/accuracy_table.py --tidegate build/bin/tidegate \
-      --data ../shared/data
+      --data tests/data
 """
 import argparse
 import csv
