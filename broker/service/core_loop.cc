@@ -109,6 +109,7 @@ absl::StatusOr<std::unique_ptr<CoreLoop>> CoreLoop::Open(const v1::Config& confi
                                   if (e.type == core::EventType::kError) result = absl::FailedPreconditionError(e.reason);
                                 }
                               }}});
+    loop->AnswerNow();  // no responder thread yet: answer on this one.
     if (!result.ok()) spdlog::error("config: the new config file was not applied: {}", result.ToString());
   }
   return loop;
@@ -116,7 +117,37 @@ absl::StatusOr<std::unique_ptr<CoreLoop>> CoreLoop::Open(const v1::Config& confi
 
 CoreLoop::~CoreLoop() { Stop(); }
 
-void CoreLoop::Start() { thread_ = std::thread([this] { Run(); }); }
+void CoreLoop::Start() {
+  responder_ = std::thread([this] { Respond(); });
+  thread_ = std::thread([this] { Run(); });
+}
+
+void CoreLoop::AnswerNow() {
+  std::deque<std::pair<Done, Applied>> answers;
+  {
+    std::lock_guard<std::mutex> lock(answers_mu_);
+    answers.swap(answers_);
+    answers_hook_pending_ = false;
+  }
+  for (auto& [done, applied] : answers) done(std::move(applied));
+}
+
+void CoreLoop::Respond() {
+  while (true) {
+    std::deque<std::pair<Done, Applied>> answers;
+    bool hook = false;
+    {
+      std::unique_lock<std::mutex> lock(answers_mu_);
+      answers_cv_.wait(lock, [&] { return !answers_.empty() || answers_hook_pending_ || answers_done_; });
+      answers.swap(answers_);
+      hook = answers_hook_pending_;
+      answers_hook_pending_ = false;
+      if (answers.empty() && !hook && answers_done_) return;
+    }
+    for (auto& [done, applied] : answers) done(std::move(applied));
+    if (hook && publish_hook_) publish_hook_();
+  }
+}
 
 void CoreLoop::Submit(v1::Command command, Done done) {
   {
@@ -138,6 +169,12 @@ void CoreLoop::Stop() {
     wake_.notify_one();
   }
   if (thread_.joinable()) thread_.join();
+  {
+    std::lock_guard<std::mutex> lock(answers_mu_);
+    answers_done_ = true;
+    answers_cv_.notify_one();
+  }
+  if (responder_.joinable()) responder_.join();
 }
 
 std::shared_ptr<const ReadModel> CoreLoop::Published() const {
@@ -265,10 +302,16 @@ void CoreLoop::ApplyBatch(std::vector<Pending> batch) {
     std::lock_guard<std::mutex> lock(mu_);
     published_ = model;
   }
-  for (size_t i = 0; i < batch.size(); ++i) {
-    if (batch[i].done) batch[i].done(Applied{std::move(results[i]), model});
+  // Answering (serializing replies, waking gRPC) happens on the responder
+  // thread, so the writer goes straight on to the next batch.
+  {
+    std::lock_guard<std::mutex> lock(answers_mu_);
+    for (size_t i = 0; i < batch.size(); ++i) {
+      if (batch[i].done) answers_.push_back({std::move(batch[i].done), Applied{std::move(results[i]), model}});
+    }
+    answers_hook_pending_ = true;
+    answers_cv_.notify_one();
   }
-  if (publish_hook_) publish_hook_();
 }
 
 absl::Status CoreLoop::Snapshot() {

@@ -1,11 +1,13 @@
 // The single writer (DESIGN.md §1): one thread owns the broker core and the
 // ledger's Store. Handlers Submit() commands; the thread takes everything
 // queued as one batch, applies each command to the core, journals the batch
-// in one transaction (group commit), and only then answers each caller and
-// publishes a new immutable ReadModel for readers.
+// in one transaction (group commit), publishes a new immutable ReadModel for
+// readers, and only then hands the answers to a responder thread, which calls
+// each caller's `done` (so replies never hold up the next batch).
 //
-// Threading: Submit, Published and Stop are thread-safe; everything else runs
-// on the loop's own thread.
+// Threading: Submit, Published and Stop are thread-safe; the core and the
+// Store are touched only by the loop's own thread; `done` callbacks and the
+// publish hook run on the responder thread.
 #ifndef TIDEGATE_BROKER_SERVICE_CORE_LOOP_H_
 #define TIDEGATE_BROKER_SERVICE_CORE_LOOP_H_
 
@@ -53,15 +55,15 @@ class CoreLoop {
   ~CoreLoop();  // Stop()s.
 
   void Start();
-  // Queues a command; `done` runs on the loop thread after the batch holding
-  // it is durable (or failed: then nothing of the batch is answered as done).
+  // Queues a command; `done` runs on the responder thread after the batch
+  // holding it is durable (a failed commit aborts: nothing is answered).
   // After Stop() began, `done` gets UNAVAILABLE at once.
   void Submit(v1::Command command, Done done);
   // Finishes what is queued, writes a snapshot, stops the thread.
   void Stop();
 
   std::shared_ptr<const ReadModel> Published() const;
-  // Runs on the loop thread after every batch is published (e.g. to wake
+  // Runs on the responder thread after each batch's answers (e.g. to wake
   // WaitAdmission streams). Set before Start().
   void SetPublishHook(std::function<void()> hook) { publish_hook_ = std::move(hook); }
   ledger::Store& store_for_tests() { return *store_; }
@@ -99,6 +101,16 @@ class CoreLoop {
   bool stopping_ = false;      // guarded by mu_
   std::shared_ptr<const ReadModel> published_;  // guarded by mu_
   std::thread thread_;
+
+  // Answers wait here for the responder thread (see Respond()).
+  void Respond();
+  void AnswerNow();  // before Start(): run queued answers on the caller's thread.
+  std::mutex answers_mu_;
+  std::condition_variable answers_cv_;
+  std::deque<std::pair<Done, Applied>> answers_;  // guarded by answers_mu_
+  bool answers_hook_pending_ = false;              // guarded by answers_mu_
+  bool answers_done_ = false;                      // guarded by answers_mu_
+  std::thread responder_;
 };
 
 }  // namespace tidegate::service
