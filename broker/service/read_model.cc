@@ -69,19 +69,24 @@ std::shared_ptr<const ReadModel> ReadModel::Build(const core::Broker& broker, in
   auto m = std::make_shared<ReadModel>();
   m->seq_ = seq;
   m->now_ms_ = broker.Now();
-  m->config_ = std::make_shared<v1::Config>(broker.Config());
   std::array<Shard, kShards> shards;
   for (const core::JobView& v : broker.ListJobs()) {
     shards[ShardOf(v.id)][v.id] = std::make_shared<v1::JobInfo>(ToJobInfo(v, nullptr));
   }
   for (int i = 0; i < kShards; ++i) m->shards_[i] = std::make_shared<Shard>(std::move(shards[i]));
+  m->RebuildTeams(broker);
+  return m;
+}
+
+void ReadModel::RebuildTeams(const core::Broker& broker) {
+  config_ = std::make_shared<v1::Config>(broker.Config());
+  teams_.clear();
   auto index = std::make_shared<absl::flat_hash_map<std::string, int>>();
   for (const auto& name : broker.TeamNames()) {
-    (*index)[name] = static_cast<int>(m->teams_.size());
-    m->teams_.push_back(std::make_shared<v1::TeamInfo>(ToTeamInfo(*broker.GetTeam(name))));
+    (*index)[name] = static_cast<int>(teams_.size());
+    teams_.push_back(std::make_shared<v1::TeamInfo>(ToTeamInfo(*broker.GetTeam(name))));
   }
-  m->team_index_ = std::move(index);
-  return m;
+  team_index_ = std::move(index);
 }
 
 std::shared_ptr<const ReadModel> ReadModel::Update(const ReadModel& prev, const core::Broker& broker, int64_t seq,
@@ -89,17 +94,7 @@ std::shared_ptr<const ReadModel> ReadModel::Update(const ReadModel& prev, const 
   auto m = std::make_shared<ReadModel>(prev);
   m->seq_ = seq;
   m->now_ms_ = broker.Now();
-  if (all_teams) {
-    // The tree may have changed: rebuild teams and the config.
-    m->config_ = std::make_shared<v1::Config>(broker.Config());
-    m->teams_.clear();
-    auto index = std::make_shared<absl::flat_hash_map<std::string, int>>();
-    for (const auto& name : broker.TeamNames()) {
-      (*index)[name] = static_cast<int>(m->teams_.size());
-      m->teams_.push_back(std::make_shared<v1::TeamInfo>(ToTeamInfo(*broker.GetTeam(name))));
-    }
-    m->team_index_ = std::move(index);
-  }
+  if (all_teams) m->RebuildTeams(broker);  // the tree or config may have changed.
   std::vector<std::string> teams_to_refresh;
   absl::flat_hash_map<size_t, std::shared_ptr<Shard>> copied;
   for (const auto& id : touched_jobs) {

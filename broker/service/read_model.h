@@ -50,6 +50,8 @@ class ReadModel {
 
  private:
   static size_t ShardOf(const std::string& id);
+  // Re-reads the config and every team from the broker.
+  void RebuildTeams(const core::Broker& broker);
   int64_t seq_ = 0;
   core::Time now_ms_ = 0;
   std::shared_ptr<const v1::Config> config_;
