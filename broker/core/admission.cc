@@ -626,6 +626,23 @@ void Admission::ChooseVictims(int j, const std::vector<Victim>& victims) {
   for (int v : leaving_now) Leave(v, /*ended=*/false);
 }
 
+void Admission::AckResize(const v1::AckResize& ack) {
+  Error(ack.job(), absl::StrCat("ack_resize: job '", ack.job(), "' is not elastic"));
+}
+
+void Admission::Vacate(const std::string& id) {
+  const int j = s_.FindJob(id);
+  if (j < 0) {
+    Error(id, absl::StrCat("vacate: unknown job '", id, "'"));
+    return;
+  }
+  if (s_.job(j).phase != Phase::kDraining) {
+    Error(id, absl::StrCat("vacate: job '", id, "' is not draining"));
+    return;
+  }
+  Leave(j, /*ended=*/false);
+}
+
 void Admission::Leave(int v, bool ended) {
   Job& victim = s_.job(v);
   const int waiting = victim.drain_for;

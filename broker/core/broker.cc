@@ -49,6 +49,8 @@ std::vector<Event> Broker::Apply(const v1::Command& command, Time now) {
     case v1::Command::kSetQuota: adm.SetQuota(command.set_quota()); break;
     case v1::Command::kSetCapacity: adm.SetCapacity(command.set_capacity()); break;
     case v1::Command::kApplyConfig: adm.ApplyConfig(command.apply_config()); break;
+    case v1::Command::kVacate: adm.Vacate(command.vacate()); break;
+    case v1::Command::kAckResize: adm.AckResize(command.ack_resize()); break;
     case v1::Command::kTick: break;
     case v1::Command::KIND_NOT_SET: adm.Error("", "command: no command given"); break;
   }
