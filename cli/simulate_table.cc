@@ -74,12 +74,13 @@ void PrintSimulationTable(const std::string& scenario_path, const sim::SimResult
 
   using Align = TextTable::Align;
   TextTable teams({"team", "GPU-h", "borrowed GPU-h", "wait p50", "wait p95", "preemptions",
-                   "lost GPU-h"},
+                   "lost GPU-h", "grown GPU-h"},
                   {Align::kLeft, Align::kRight, Align::kRight, Align::kRight, Align::kRight,
-                   Align::kRight, Align::kRight});
+                   Align::kRight, Align::kRight, Align::kRight});
   for (const sim::TeamSummary& t : s.teams) {
     teams.AddRow({t.name, Hours(t.gpu_hours), Hours(t.borrowed_gpu_hours), Secs(t.wait_p50_s),
-                  Secs(t.wait_p95_s), absl::StrCat(t.preemptions), Hours(t.lost_gpu_hours)});
+                  Secs(t.wait_p95_s), absl::StrCat(t.preemptions), Hours(t.lost_gpu_hours),
+                  Hours(t.grown_gpu_hours)});
   }
   teams.Print(out);
   out << "\n";
@@ -88,6 +89,8 @@ void PrintSimulationTable(const std::string& scenario_path, const sim::SimResult
                         : std::string("- (no GPU capacity)"))
       << "\n";
   out << "reclaim latency p99:  " << Secs(s.reclaim_latency_p99_s) << "\n";
+  out << "elastic growth:       " << Hours(s.grown_gpu_hours) << " GPU-h gained; "
+      << Hours(s.lost_gpu_hours) << " GPU-h of work lost to preemption\n";
   out << "jobs:                 " << s.jobs.submitted << " submitted, " << s.jobs.adopted
       << " adopted, " << s.jobs.admitted << " admitted, " << s.jobs.rejected << " rejected, "
       << s.jobs.queued_at_end << " queued at the end\n";

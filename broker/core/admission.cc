@@ -6,6 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "broker/core/fair_share.h"
+#include "broker/core/tide.h"
 #include "google/protobuf/util/message_differencer.h"
 
 namespace tidegate::core {
@@ -52,20 +53,32 @@ absl::StatusOr<Job> ParseJobSpec(const CompiledConfig& c, const v1::JobSpec& in,
     if (cl == c.cluster_index.end()) return bad("cluster: '", in.cluster(), "' is not a cluster");
     job.cluster = cl->second;
   }
-  if (in.elastic().min() != 0 || in.elastic().max() != 0) {
-    return absl::UnimplementedError("elastic: elastic jobs are not supported yet (elastic growth arrives with issue 4)");
+  const bool elastic = in.elastic().min() != 0 || in.elastic().max() != 0;
+  if (elastic) {
+    if (in.has_replicas()) return bad("replicas: ", in.replicas(), " is for rigid jobs; an elastic job sets elastic.min and elastic.max");
+    if (in.elastic().min() <= 0) return bad("elastic.min: ", in.elastic().min(), " must be > 0");
+    if (in.elastic().max() < in.elastic().min()) {
+      return bad("elastic.max: ", in.elastic().max(), " must be >= elastic.min (", in.elastic().min(), ")");
+    }
+    job.elastic_min = in.elastic().min();
+    job.elastic_max = in.elastic().max();
+    job.replicas = job.elastic_min;  // the gang it is admitted with.
+  } else {
+    job.replicas = in.has_replicas() ? in.replicas() : 1;
+    if (job.replicas <= 0) return bad("replicas: ", job.replicas, " must be > 0");
   }
-  job.replicas = in.has_replicas() ? in.replicas() : 1;
-  if (job.replicas <= 0) return bad("replicas: ", job.replicas, " must be > 0");
+  const int64_t most_replicas = elastic ? job.elastic_max : job.replicas;
   if (in.per_replica().empty()) return bad("per_replica: no resources requested");
   job.demand.assign(R, 0);
+  job.per_replica.assign(R, 0);
   for (const auto& [name, q] : in.per_replica()) {
     auto r = c.resource_index.find(name);
     if (r == c.resource_index.end()) return bad("per_replica.", name, ": unknown resource '", name, "'");
     if (q < 0) return bad("per_replica.", name, ": ", q, " must be >= 0");
-    auto d = CheckedMul(q, job.replicas);
-    if (!d) return bad("per_replica.", name, ": ", job.replicas, " replicas x ", q, " overflows int64");
-    job.demand[r->second] = *d;
+    auto d = CheckedMul(q, most_replicas);
+    if (!d) return bad("per_replica.", name, ": ", most_replicas, " replicas x ", q, " overflows int64");
+    job.per_replica[r->second] = q;
+    job.demand[r->second] = q * job.replicas;
     job.requested |= ResourceMask{1} << r->second;
   }
   Quantity gpus = 0, largest = 0;
@@ -91,7 +104,7 @@ absl::StatusOr<Job> ParseJobSpec(const CompiledConfig& c, const v1::JobSpec& in,
   // The normalized spec: defaults filled in, so resubmissions compare equal.
   job.spec = in;
   job.spec.set_cluster(c.clusters[job.cluster].name);
-  job.spec.set_replicas(job.replicas);
+  if (!elastic) job.spec.set_replicas(job.replicas);
   job.spec.set_grace_s(grace_s);
   job.spec.set_requeue(job.requeue);
   job.spec.clear_created_at();
@@ -165,14 +178,19 @@ void Admission::Finish(const std::string& id) {
       Leave(j, /*ended=*/true);
       return;
     case Phase::kAdmitted:
+      // A shrink it owed a waiting job is given: the job's capacity is free.
+      if (job.shrink_pending()) CompleteResize(j, job.resize_to);
       s_.RemoveRunning(j);
       break;
     case Phase::kQueued:
-      // It no longer waits: its victims stay draining but for nobody, and
-      // what they already freed is released.
+      // It no longer waits: its victims stay draining (or shrinking) but for
+      // nobody, and what they already freed is released.
       for (const auto& hold : job.holds) s_.AddUsage(hold.leaf, hold.cluster, hold.amount, -1);
       job.holds.clear();
-      for (int v : job.victims) s_.job(v).drain_for = -1;
+      for (int v : job.victims) {
+        if (s_.job(v).drain_for == j) s_.job(v).drain_for = -1;
+        if (s_.job(v).shrink_for == j) s_.job(v).shrink_for = -1;
+      }
       s_.Dequeue(j);
       s_.Changed();
       break;
@@ -223,7 +241,9 @@ void Admission::SetCapacity(const v1::SetCapacity& set) {
 }
 
 void Admission::Reconfigure(const v1::Config& next) {
+  // The base config must be valid, and so must the quota in force now.
   auto compiled = CompileConfig(next);
+  if (compiled.ok() && HasTide(next)) compiled = CompileAt(next, s_.now());
   if (!compiled.ok()) {
     Error("", std::string(compiled.status().message()));
     return;
@@ -261,6 +281,7 @@ void Admission::Reconfigure(const v1::Config& next) {
     return;
   }
   s_.Reconfigure(*std::move(compiled), next);
+  ResetTide(s_);
   // Reasons named the old limits; say what binds under the new config
   // (the cycle that follows may not retry jobs of a stuck team).
   s_.ForEachJob([&](int j) {
@@ -276,6 +297,7 @@ void Admission::Reconfigure(const v1::Config& next) {
 bool Admission::TimerLive(const Timer& timer) const {
   const Job& job = s_.job(timer.job);
   if (job.gen != timer.gen) return false;  // the slot was reused.
+  if (job.resize_pending() && job.resize_deadline == timer.at) return true;
   if (job.phase == Phase::kDraining) return job.drain_deadline == timer.at;
   return job.phase == Phase::kQueued && job.requeued_at >= 0 &&
          job.requeued_at + s_.config().policy.requeue_backoff_s * kMillisPerSecond == timer.at;
@@ -289,16 +311,37 @@ void Admission::DropStaleTimers() {
 
 void Admission::RunDue(Time now) {
   auto& timers = s_.timers();
-  while (!timers.empty() && timers.top().at <= now) {
-    const Time t = timers.top().at;
+  for (;;) {
+    const std::optional<Time> tide = NextTideEvent();
+    const bool job_due = !timers.empty() && timers.top().at <= now;
+    const bool tide_due = tide && *tide <= now;
+    if (!job_due && !tide_due) break;
+    const Time t = !job_due ? *tide : !tide_due ? timers.top().at : std::min(*tide, timers.top().at);
     s_.set_now(std::max(t, s_.now()));
-    bool any = false;
+    bool any = tide_due && *tide == t && RunTide(t);
     while (!timers.empty() && timers.top().at == t) {
       const Timer timer = timers.top();
       timers.pop();
       if (!TimerLive(timer)) continue;
       Job& job = s_.job(timer.job);
-      if (job.phase == Phase::kDraining) {
+      if (job.resize_pending() && job.resize_deadline == timer.at) {
+        // No ack in time: a shrink is enforced (the agent stops the extra
+        // replicas), a grow withdrawn.
+        const int64_t asked = job.resize_to;
+        const int64_t to = job.shrink_pending() ? asked : job.resize_from;
+        Event e;
+        e.type = EventType::kResize;
+        e.job = job.id;
+        e.team = s_.node(job.team).name;
+        e.from = job.shrink_pending() ? job.resize_from : asked;
+        e.to = to;
+        e.replicas = to;
+        e.reason = "deadline";
+        e.epoch = job.epoch;
+        CompleteResize(timer.job, to);
+        e.borrowed = BorrowedPart(job, nullptr);
+        Emit(std::move(e));
+      } else if (job.phase == Phase::kDraining) {
         Leave(timer.job, /*ended=*/false);
       } else {
         job.parked_stamp = 0;  // its backoff is over: it may choose victims now.
@@ -326,6 +369,7 @@ void Admission::Cycle() {
     }
     if (!freed_) break;
   }
+  GrowPass();
 }
 
 bool Admission::TeamStuck(int team) const {
@@ -534,6 +578,13 @@ Admission::Outcome Admission::TryAdmit(int j) {
   Job& job = s_.job(j);
   const ResourceMask contested = Contested(job);
   if (contested == 0) {
+    if (!FitsGuards(job, job.demand)) {
+      // Between a tide lead and its change only what the coming quota also
+      // holds is admitted (POLICY.md §6).
+      job.parked_stamp = s_.change_stamp();
+      job.reason = "tide: no room under the quota of the coming tide change";
+      return Outcome::kQueued;
+    }
     Admit(j);
     return Outcome::kAdmitted;
   }
@@ -594,22 +645,32 @@ void Admission::ChooseVictims(int j, const std::vector<Victim>& victims) {
   reclaim.job = job.id;
   reclaim.team = s_.node(job.team).name;
   reclaim.decision = v1::DECISION_PREEMPTING;
-  std::vector<int> leaving_now;
+  std::vector<int> leaving_now, shrunk_now;
+  job.victims_left = static_cast<int>(victims.size());
   for (const Victim& v : victims) {
     Job& victim = s_.job(v.job);
+    const char* why = v.kind == VictimKind::kReclaim ? "reclaim" : v.kind == VictimKind::kPriority ? "priority" : "fair_share";
     if (victim.team != job.team) reclaim.decision = v1::DECISION_RECLAIMING;
     reclaim.victims.push_back(victim.id);
+    job.victims.push_back(v.job);
+    if (v.shrink_to >= 0) {
+      // A shrink: a resize request; its capacity is freed at the ack.
+      RequestResize(v.job, v.shrink_to, why, j);
+      if (victim.resize_deadline <= s_.now()) shrunk_now.push_back(v.job);
+      continue;
+    }
+    CancelResize(v.job);  // an unacked grow is withdrawn first.
     victim.phase = Phase::kDraining;
+    s_.UpdateGrowable(v.job);
     victim.drain_for = j;
     const Time deadline = s_.now() + victim.grace_ms;
     if (victim.drain_deadline < 0 || deadline < victim.drain_deadline) victim.drain_deadline = deadline;
-    job.victims.push_back(v.job);
     Event e;
     e.type = EventType::kPreempt;
     e.job = victim.id;
     e.team = s_.node(victim.team).name;
     e.by = job.id;
-    e.reason = v.kind == VictimKind::kReclaim ? "reclaim" : v.kind == VictimKind::kPriority ? "priority" : "fair_share";
+    e.reason = why;
     victim.reason = absl::StrCat("draining for ", job.id);
     Emit(std::move(e));
     if (victim.drain_deadline <= s_.now()) {
@@ -618,16 +679,12 @@ void Admission::ChooseVictims(int j, const std::vector<Victim>& victims) {
       s_.AddTimer(victim.drain_deadline, v.job);
     }
   }
-  job.victims_left = static_cast<int>(victims.size());
   job.reason = absl::StrCat("waiting for ", victims.size(), " victim(s) to drain");
   job.announced = true;
   Emit(std::move(reclaim));
   s_.Changed();
+  for (int v : shrunk_now) CompleteResize(v, s_.job(v).resize_to);
   for (int v : leaving_now) Leave(v, /*ended=*/false);
-}
-
-void Admission::AckResize(const v1::AckResize& ack) {
-  Error(ack.job(), absl::StrCat("ack_resize: job '", ack.job(), "' is not elastic"));
 }
 
 void Admission::Vacate(const std::string& id) {
@@ -665,6 +722,9 @@ void Admission::Leave(int v, bool ended) {
     Emit(std::move(e));
     s_.DropJob(v);
   } else {
+    if (victim.elastic()) s_.SetReplicas(v, victim.elastic_min);  // back to its gang.
+    victim.resize_from = -1;
+    victim.resize_deadline = -1;
     victim.admitted_at = -1;
     victim.borrowing = false;
     victim.requeued_at = s_.now();

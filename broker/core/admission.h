@@ -16,8 +16,13 @@ namespace tidegate::core {
 
 // Validates a job spec against the config and builds the core's Job, with the
 // spec normalized (defaults filled in). INVALID_ARGUMENT naming the field and
-// the value; UNIMPLEMENTED for elastic jobs. created_at defaults to `now`.
+// the value. created_at defaults to `now`.
 absl::StatusOr<Job> ParseJobSpec(const CompiledConfig& config, const v1::JobSpec& spec, Time now);
+
+// Recomputes the tide schedule (next lead, next boundary) and the guards
+// from the state's base config and cursors: after Create, Restore or a
+// config change.
+void ResetTide(State& s);
 
 class Admission {
  public:
@@ -42,6 +47,9 @@ class Admission {
   // nothing. Jobs of teams or clusters the new config drops are refused too.
   void ApplyConfig(const v1::Config& next) { Reconfigure(next); }
   void Error(const std::string& job, std::string reason);
+
+  // When the next tide lead or boundary is due, or nullopt without tide.
+  std::optional<Time> NextTideEvent() const;
 
   // One admission cycle (POLICY.md §4): pending jobs in queue order (or
   // fair-share order), each admitted, given victims, or left waiting.
@@ -70,6 +78,34 @@ class Admission {
   void FairSharePass();
   bool TeamStuck(int team) const;
   bool TimerLive(const Timer& timer) const;
+
+  // ---- elastic jobs (growth.cc): POLICY.md §4 Growth, DESIGN.md §5.
+  // Grows elastic jobs into free capacity, lowest share first.
+  void GrowPass();
+  // Does one more replica of `job` fit now (and under every tide guard)?
+  bool GrowFits(const Job& job) const;
+  // Asks job j to re-form at `target` replicas: a `resize` record, epoch + 1.
+  // A grow reserves its capacity at once; a shrink frees it at the ack or the
+  // deadline. `for_job`: the waiting job a shrink frees capacity for, or -1;
+  // `by`: what the record names as the cause when no job waits ("tide:T").
+  void RequestResize(int j, int64_t target, const std::string& reason, int for_job, const std::string& by = "");
+  // The pending resize of j is over, j now runs `replicas`: capacity moves,
+  // a shrink's freed part is held for the job that waits for it.
+  void CompleteResize(int j, int64_t replicas);
+  // Withdraws j's pending resize (the job leaves or is evicted whole).
+  void CancelResize(int j);
+  // The borrowed part of j at its current size, and whether it borrows.
+  NamedQuantities BorrowedPart(const Job& job, std::vector<Quantity>* by_resource) const;
+
+  // ---- tide (tide_reclaim.cc): POLICY.md §6.
+  // Runs the tide events due at `t`; true when something ran.
+  bool RunTide(Time t);
+  // At a boundary's lead: frees what the coming quota cannot hold.
+  void TideReclaim(Time boundary, const CompiledConfig& coming);
+  // Does adding `extra` to j's team fit every tide guard?
+  bool FitsGuards(const Job& job, const std::vector<Quantity>& extra) const;
+  // Compiles the quota in force at the state's now from base `source`.
+  absl::StatusOr<CompiledConfig> CompileAt(const v1::Config& source, Time t) const;
 
   void Emit(Event e);
   // A `reject` record for a job spec that failed validation; changes nothing.

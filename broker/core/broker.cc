@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "broker/core/admission.h"
+#include "broker/core/tide.h"
 #include "broker/core/fair_share.h"
 #include "broker/core/state.h"
 #include "google/protobuf/util/message_differencer.h"
@@ -30,9 +31,13 @@ Broker::~Broker() = default;
 
 absl::StatusOr<std::unique_ptr<Broker>> Broker::Create(const v1::Config& config, Time now) {
   auto compiled = CompileConfig(config);
+  if (compiled.ok() && HasTide(config)) compiled = CompileConfig(EffectiveConfig(config, now));
   if (!compiled.ok()) return compiled.status();
   auto state = std::make_unique<State>(*std::move(compiled), config);
   state->set_now(now);
+  state->tide().apply_cursor = now;
+  state->tide().lead_cursor = now;
+  ResetTide(*state);
   return std::unique_ptr<Broker>(new Broker(std::move(state)));
 }
 
@@ -64,8 +69,9 @@ std::vector<Event> Broker::Apply(const v1::Command& command, Time now) {
 
 std::optional<Time> Broker::NextDeadline() const {
   // Apply pops stale timers before it returns, so the top is real work.
-  if (state_->timers().empty()) return std::nullopt;
-  return state_->timers().top().at;
+  std::optional<Time> next = Admission(*state_).NextTideEvent();
+  if (!state_->timers().empty() && (!next || state_->timers().top().at < *next)) next = state_->timers().top().at;
+  return next;
 }
 
 std::optional<JobView> Broker::GetJob(std::string_view id) const {
@@ -88,6 +94,11 @@ std::optional<JobView> Broker::GetJob(std::string_view id) const {
   v.demand = s.Named(job.demand, job.requested);
   v.reason = job.reason;
   v.spec = job.spec;
+  v.epoch = job.epoch;
+  v.resize_from = job.resize_from;
+  v.resize_to = job.resize_to;
+  v.resize_deadline = job.resize_deadline;
+  v.resize_reason = job.resize_reason;
   return v;
 }
 
@@ -118,6 +129,19 @@ std::optional<TeamView> Broker::GetTeam(std::string_view name) const {
     rv.borrowed = std::max<Quantity>(0, rv.used - rv.guaranteed);
     rv.queued = s.ns(n).queued[r];
     v.resources.push_back(rv);
+  }
+  if (n != kRootNode) {
+    const v1::Team& team = s.source().teams(n - 1);  // nodes follow config order after the root.
+    v1::Config one;
+    *one.add_teams() = team;
+    const v1::Config now_cfg = EffectiveConfig(one, s.now());
+    for (const auto& [res, q] : now_cfg.teams(0).quota()) v.quota[res] = q;
+    v.tide.assign(team.tide().begin(), team.tide().end());
+    if (auto next = NextTeamTideBoundary(team, s.now())) {
+      v.next_tide_change = *next;
+      v.next_tide_lead = *next - s.config().policy.tide_lead_s * kMillisPerSecond;
+      for (const auto& [res, q] : EffectiveConfig(one, *next).teams(0).quota()) v.next_tide_quota[res] = q;
+    }
   }
   return v;
 }
@@ -171,5 +195,7 @@ Quantity Broker::TotalCapacity(std::string_view resource) const {
 }
 
 size_t Broker::JobCount() const { return state_->job_count(); }
+
+uint64_t Broker::QuotaGeneration() const { return state_->quota_generation(); }
 
 }  // namespace tidegate::core

@@ -4,15 +4,16 @@
 //
 // No I/O, no threads, no clock: time is an argument, and the same sequence of
 // (command, now) pairs always yields byte-identical events. It implements
-// POLICY.md §1-5 and, from §6, several clusters, drain with grace periods,
-// requeue of victims and adopt. Elastic growth and tide are refused at config
-// or submit time until they are implemented (never silently ignored).
+// POLICY.md §1-6: several clusters, drain with grace periods, requeue of
+// victims, adopt, elastic growth and shrink with the resize protocol, and the
+// daily tide.
 //
 // Threading: not thread-safe; one owner (the service's core thread, or the
 // simulator) calls it.
 #ifndef TIDEGATE_BROKER_CORE_BROKER_H_
 #define TIDEGATE_BROKER_CORE_BROKER_H_
 
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -42,6 +43,12 @@ struct JobView {
   NamedQuantities demand;      // replicas x per_replica.
   std::string reason;          // why it waits (queued) or why it drains.
   v1::JobSpec spec;            // normalized: defaults filled in.
+  // Elastic jobs: the latest resize request; pending while resize_from >= 0.
+  int64_t epoch = 0;
+  int64_t resize_from = -1;
+  int64_t resize_to = 0;
+  Time resize_deadline = -1;
+  std::string resize_reason;
 };
 
 // A read-only view of one team node (leaf or inner), per resource.
@@ -63,13 +70,19 @@ struct TeamView {
   int64_t running_jobs = 0;  // leaf: jobs holding capacity.
   int64_t queued_jobs = 0;   // leaf: jobs waiting.
   std::vector<TeamResourceView> resources;  // config resource order.
+  // Tide: its rules, the next change (-1: none) and its quota entries from
+  // then on; `quota` is its entries in force now.
+  std::vector<v1::TideRule> tide;
+  Time next_tide_change = -1;
+  Time next_tide_lead = -1;
+  std::map<std::string, v1::ResourceQuota> next_tide_quota;
+  std::map<std::string, v1::ResourceQuota> quota;
 };
 
 class Broker {
  public:
   // Validates `config` (POLICY.md §1) and builds the initial state at `now`.
   // INVALID_ARGUMENT naming the team, cluster or field on a bad config;
-  // UNIMPLEMENTED for features not built yet (tide).
   static absl::StatusOr<std::unique_ptr<Broker>> Create(const v1::Config& config, Time now);
   // Rebuilds a core from Snapshot(); it then behaves exactly like the
   // original. INVALID_ARGUMENT when the snapshot is inconsistent.
@@ -111,6 +124,9 @@ class Broker {
   const std::vector<std::string>& ResourceNames() const;
   Quantity TotalCapacity(std::string_view resource) const;
   size_t JobCount() const;  // jobs the core remembers (not ended).
+  // Bumped whenever the quota in force changes (a config change or a tide
+  // boundary), so readers know to re-read every team.
+  uint64_t QuotaGeneration() const;
 
  private:
   explicit Broker(std::unique_ptr<State> state);

@@ -178,7 +178,8 @@ INSTANTIATE_TEST_SUITE_P(
         BadSubmit{"OverflowingDemand", Spec("bad").Team("a").Gpus(4).Replicas(int64_t{1} << 62),
                   "per_replica.gpu: 4611686018427387904 replicas x 4 overflows int64"},
         BadSubmit{"InnerTeam", Spec("bad").Team("org").Gpus(1), "team: 'org' is not a leaf team"},
-        BadSubmit{"ElasticRefused", Spec("bad").Team("a").Gpus(1).Elastic(1, 4), "elastic"},
+        BadSubmit{"ElasticMaxBelowMin", Spec("bad").Team("a").Gpus(1).Elastic(4, 2), "elastic.max: 2 must be >= elastic.min (4)"},
+        BadSubmit{"ElasticZeroMin", Spec("bad").Team("a").Gpus(1).Elastic(0, 2), "elastic.min: 0 must be > 0"},
         BadSubmit{"NegativeGrace", Spec("bad").Team("a").Gpus(1).Grace(-1), "grace_s: -1 must be >= 0"}),
     [](const auto& info) { return info.param.name; });
 

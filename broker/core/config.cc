@@ -8,6 +8,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "broker/core/tide.h"
 
 namespace tidegate::core {
 namespace {
@@ -76,6 +77,8 @@ absl::Status CompilePolicyOptions(const v1::Policy& in, PolicyOptions* out) {
   if (auto s = non_negative(opt(in.has_tide_lead_s(), in.tide_lead_s()), 600, "tide_lead_s", &out->tide_lead_s); !s.ok()) return s;
   if (auto s = non_negative(opt(in.has_tick_s(), in.tick_s()), 10, "tick_s", &out->tick_s); !s.ok()) return s;
   if (auto s = non_negative(opt(in.has_requeue_backoff_s(), in.requeue_backoff_s()), 60, "requeue_backoff_s", &out->requeue_backoff_s); !s.ok()) return s;
+  if (auto s = non_negative(opt(in.has_resize_timeout_s(), in.resize_timeout_s()), 60, "resize_timeout_s", &out->resize_timeout_s); !s.ok()) return s;
+  if (auto s = non_negative(opt(in.has_sim_ack_delay_s(), in.sim_ack_delay_s()), 0, "sim_ack_delay_s", &out->sim_ack_delay_s); !s.ok()) return s;
   const auto& st = in.fair_sharing_strategies();
   using v1::FAIR_SHARING_STRATEGY_LESS_THAN_INITIAL_SHARE;
   using v1::FAIR_SHARING_STRATEGY_LESS_THAN_OR_EQUAL_TO_FINAL_SHARE;
@@ -118,9 +121,17 @@ absl::StatusOr<CompiledConfig> CompileConfig(const v1::Config& config) {
     std::sort(names.begin(), names.end());  // proto maps are unordered.
     for (const auto& n : names) ResourceId(c, n);
   }
+  if (auto s = ValidateTide(config); !s.ok()) return s;
   for (const auto& t : config.teams()) {
     std::vector<std::string> names;
     for (const auto& [name, q] : t.quota()) names.push_back(name);
+    // Tide rules may name resources the base quota does not; every effective
+    // config must index the same resources.
+    for (const auto& rule : t.tide()) {
+      for (const auto& [name, q] : rule.quota()) {
+        if (!t.quota().contains(name)) names.push_back(name);
+      }
+    }
     std::sort(names.begin(), names.end());
     for (const auto& n : names) ResourceId(c, n);
   }
@@ -149,10 +160,6 @@ absl::StatusOr<CompiledConfig> CompileConfig(const v1::Config& config) {
     if (t.name().empty()) return Invalid("teams: a team has no name");
     if (!c.node_index.try_emplace(t.name(), static_cast<int>(c.nodes.size())).second) {
       return Invalid(absl::StrCat("teams: duplicate team name '", t.name(), "'"));
-    }
-    if (!t.tide().empty()) {
-      return absl::UnimplementedError(absl::StrCat(
-          "team '", t.name(), "': tide rules are not supported yet (elastic growth and tide arrive with issue 4)"));
     }
     NodeConfig n;
     n.name = t.name();

@@ -61,6 +61,8 @@ struct PolicyOptions {
   int64_t tide_lead_s = 600;
   int64_t tick_s = 10;
   int64_t requeue_backoff_s = 60;
+  int64_t resize_timeout_s = 60;  // a grow not acked by then is withdrawn.
+  int64_t sim_ack_delay_s = 0;    // simulator: frameworks ack resizes after this.
   // fair_sharing_strategies: the first is always
   // less_than_or_equal_to_final_share unless only less_than_initial_share is
   // given; a second one is always less_than_initial_share.
@@ -83,7 +85,8 @@ struct CompiledConfig {
 };
 
 // Validates (POLICY.md §1) and compiles. INVALID_ARGUMENT naming the team,
-// cluster or field and the value; UNIMPLEMENTED for tide rules (issue 4).
+// cluster or field and the value. Tide rules are validated, not applied:
+// compile EffectiveConfig(config, t) (tide.h) for the quota in force at t.
 absl::StatusOr<CompiledConfig> CompileConfig(const v1::Config& config);
 
 // A GPU-like resource: any whose name after the last '/' is not cpu, memory,

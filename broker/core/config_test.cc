@@ -154,14 +154,17 @@ TEST(ConfigTest, NegativePolicyDurationIsAnErrorNamingTheField) {
   EXPECT_THAT(s.message(), HasSubstr("policy.default_grace_s: -1"));
 }
 
-TEST(ConfigTest, TideRulesAreRejectedAsUnimplemented) {
+TEST(ConfigTest, TideRulesAreValidatedAndNameTheRule) {
+  EXPECT_TRUE(CompileStatus(kOneCluster + R"pb(
+    teams { name: "a" tide { days: WEEKDAY_MON from: "08:00" to: "18:00" timezone: "UTC"
+                              quota { key: "gpu" value { guaranteed: 2 } } } })pb").ok());
   const absl::Status s = CompileStatus(kOneCluster + R"pb(
-    teams { name: "a" tide { days: WEEKDAY_MON from: "08:00" to: "18:00" timezone: "UTC" } })pb");
-  EXPECT_EQ(s.code(), absl::StatusCode::kUnimplemented);
-  EXPECT_THAT(s.message(), HasSubstr("team 'a'"));
-  // Broker::Create passes the code through.
+    teams { name: "a" tide { days: WEEKDAY_MON from: "08:00" to: "25:00" quota { key: "gpu" value { guaranteed: 2 } } } })pb");
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(s.message(), HasSubstr("team 'a' tide[0].to: '25:00'"));
+  // Broker::Create passes the error through.
   EXPECT_EQ(Broker::Create(Parse(kOneCluster + R"pb(teams { name: "a" tide { from: "08:00" } })pb"), 0).status().code(),
-            absl::StatusCode::kUnimplemented);
+            absl::StatusCode::kInvalidArgument);
 }
 
 // ---------------------------------------------------------------- warnings

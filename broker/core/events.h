@@ -36,7 +36,9 @@ struct Event {
 
   // queue: why it waits ("exceeds_max", "borrow_limit org/ml gpu", ...,
   //        "requeued" for a victim that went back to the queue);
-  // preempt/resize: "reclaim", "priority", "fair_share", "tide";
+  // preempt: "reclaim", "priority", "fair_share", "tide";
+  // resize: "grow", "reclaim", "priority", "tide:<team>", "deadline" (an
+  //         unacked request ran out), "ack" (acked at another size);
   // reject/error: what was wrong, naming the field and the value.
   std::string reason;
   bool requeued = false;  // queue: a victim going back to the queue.
@@ -48,9 +50,12 @@ struct Event {
   v1::Decision decision = v1::DECISION_UNSPECIFIED;
   std::vector<std::string> victims;
 
-  // resize: replicas before and after.
+  // resize: replicas before and after; the request's epoch and the time by
+  // which it must be acked (a shrink is then enforced, a grow withdrawn).
   int64_t from = 0;
   int64_t to = 0;
+  int64_t epoch = 0;
+  Time deadline = 0;
 };
 
 }  // namespace tidegate::core

@@ -6,6 +6,7 @@
 #include "broker/core/admission.h"
 #include "broker/core/broker.h"
 #include "broker/core/state.h"
+#include "broker/core/tide.h"
 
 namespace tidegate::core {
 namespace {
@@ -59,12 +60,22 @@ v1::CoreSnapshot Broker::Snapshot() const {
     js->set_exceeds_max(job.exceeds_max);
     js->set_last_checkpoint_ms(job.last_checkpoint);
     js->set_reason(job.reason);
+    js->set_replicas(job.replicas);
+    js->set_epoch(job.epoch);
+    js->set_resize_from(job.resize_from);
+    js->set_resize_to(job.resize_to);
+    js->set_resize_deadline_ms(job.resize_deadline);
+    js->set_resize_reason(job.resize_reason);
+    if (job.shrink_for >= 0) js->set_shrink_for(s.job(job.shrink_for).id);
   }
+  out.set_tide_lead_cursor_ms(s.tide().lead_cursor);
+  out.set_tide_apply_cursor_ms(s.tide().apply_cursor);
   return out;
 }
 
 absl::StatusOr<std::unique_ptr<Broker>> Broker::Restore(const v1::CoreSnapshot& snap) {
   auto compiled = CompileConfig(snap.config());
+  if (compiled.ok() && HasTide(snap.config())) compiled = CompileConfig(EffectiveConfig(snap.config(), snap.now_ms()));
   if (!compiled.ok()) return compiled.status();
   auto state = std::make_unique<State>(*std::move(compiled), snap.config());
   State& s = *state;
@@ -84,7 +95,18 @@ absl::StatusOr<std::unique_ptr<Broker>> Broker::Restore(const v1::CoreSnapshot& 
     job.last_checkpoint = js.last_checkpoint_ms();
     job.reason = js.reason();
     job.announced = true;
+    if (job.elastic()) {
+      if (js.replicas() < job.elastic_min || js.replicas() > job.elastic_max) {
+        return bad("job '", job.id, "' has ", js.replicas(), " replicas, outside its elastic range");
+      }
+      job.epoch = js.epoch();
+      job.resize_from = js.resize_from();
+      job.resize_to = js.resize_to();
+      job.resize_deadline = js.resize_deadline_ms();
+      job.resize_reason = js.resize_reason();
+    }
     const int j = s.NewJob(std::move(job));
+    if (s.job(j).elastic()) s.SetReplicas(j, js.replicas());  // not holding capacity yet.
     switch (js.state()) {
       case v1::JOB_STATE_QUEUED: s.Enqueue(j); break;
       case v1::JOB_STATE_ADMITTED: s.job(j).phase = Phase::kAdmitted; s.AddRunning(j); break;
@@ -122,11 +144,19 @@ absl::StatusOr<std::unique_ptr<Broker>> Broker::Restore(const v1::CoreSnapshot& 
       s.AddUsage(hold.leaf, hold.cluster, hold.amount, +1);
       job.holds.push_back(std::move(hold));
     }
+    if (!js.shrink_for().empty()) {
+      job.shrink_for = s.FindJob(js.shrink_for());
+      if (job.shrink_for < 0) return bad("job '", job.id, "' shrinks for unknown job '", js.shrink_for(), "'");
+    }
+    if (job.resize_pending() && job.resize_deadline >= 0) s.AddTimer(job.resize_deadline, j);
     if (job.phase == Phase::kDraining && job.drain_deadline >= 0) s.AddTimer(job.drain_deadline, j);
     if (job.phase == Phase::kQueued && job.requeued_at >= 0 && job.requeued_at + backoff > s.now()) {
       s.AddTimer(job.requeued_at + backoff, j);
     }
   }
+  s.tide().lead_cursor = snap.tide_lead_cursor_ms();
+  s.tide().apply_cursor = snap.tide_apply_cursor_ms();
+  ResetTide(s);
   return std::unique_ptr<Broker>(new Broker(std::move(state)));
 }
 

@@ -38,6 +38,10 @@ int State::NewJob(Job job) {
 }
 
 void State::DropJob(int j) {
+  if (jobs_[j].growable) {
+    jobs_[j].running_slot = -1;  // leaves the growable set.
+    UpdateGrowable(j);
+  }
   job_index_.erase(jobs_[j].id);
   jobs_[j] = Job{};
   free_slots_.push_back(j);
@@ -195,6 +199,7 @@ void State::AddRunning(int j) {
   running.push_back(j);
   AddUsage(job.team, job.cluster, job.demand, +1);
   Changed();
+  UpdateGrowable(j);
 }
 
 void State::RemoveRunning(int j) {
@@ -207,6 +212,44 @@ void State::RemoveRunning(int j) {
   job.running_slot = -1;
   AddUsage(job.team, job.cluster, job.demand, -1);
   Changed();
+  UpdateGrowable(j);
+}
+
+void State::SetReplicas(int j, int64_t replicas) {
+  Job& job = jobs_[j];
+  const int64_t delta = replicas - job.replicas;
+  if (delta == 0) return;
+  std::vector<Quantity> amount(R(), 0);
+  Quantity gpus = 0, largest = 0;
+  for (int r = 0; r < R(); ++r) {
+    amount[r] = job.per_replica[r] * (delta > 0 ? delta : -delta);
+    job.demand[r] = job.per_replica[r] * replicas;
+    if (config_.is_gpu[r]) gpus = SatAdd(gpus, job.demand[r]);
+    largest = std::max(largest, job.demand[r]);
+  }
+  job.gpus = gpus > 0 ? gpus : largest;
+  job.replicas = replicas;
+  if (job.running_slot >= 0) {
+    AddUsage(job.team, job.cluster, amount, delta > 0 ? +1 : -1);
+    Changed();
+  }
+}
+
+void State::UpdateGrowable(int j) {
+  Job& job = jobs_[j];
+  const bool want = job.elastic() && job.phase == Phase::kAdmitted && job.running_slot >= 0 &&
+                    !job.resize_pending() && job.replicas < job.elastic_max;
+  if (want == job.growable) return;
+  NodeState& n = nodes_[job.team];
+  const QueueKey key{-job.priority, job.created_at, &job.id, j};
+  if (want) {
+    n.growable.insert(key);
+    teams_with_growable_.insert(job.team);
+  } else {
+    n.growable.erase(key);
+    if (n.growable.empty()) teams_with_growable_.erase(job.team);
+  }
+  job.growable = want;
 }
 
 void State::Reconfigure(CompiledConfig config, v1::Config source) {
@@ -235,6 +278,7 @@ void State::Reconfigure(CompiledConfig config, v1::Config source) {
   for (auto& [id, j] : job_index_) {
     Job& job = jobs_[j];
     move_vec(job.demand);
+    move_vec(job.per_replica);
     ResourceMask mask = 0;
     for (int r = 0; r < old.num_resources(); ++r) {
       if (job.requested >> r & 1) mask |= ResourceMask{1} << rmap[r];
@@ -258,11 +302,14 @@ void State::Reconfigure(CompiledConfig config, v1::Config source) {
     n.pending_demand.resize(newR);
   }
   teams_with_pending_.clear();
+  teams_with_growable_.clear();
   for (size_t n = 0; n < nodes_.size(); ++n) {
     if (nmap[n] < 0) continue;
     NodeState& to = next[nmap[n]];
     to.running = std::move(nodes_[n].running);
     to.pending = std::move(nodes_[n].pending);
+    to.growable = std::move(nodes_[n].growable);
+    if (!to.growable.empty()) teams_with_growable_.insert(nmap[n]);
     for (const QueueKey& k : to.pending) {
       for (int r = 0; r < newR; ++r) {
         to.queued[r] += jobs_[k.job].demand[r];
@@ -272,6 +319,7 @@ void State::Reconfigure(CompiledConfig config, v1::Config source) {
     if (!to.pending.empty()) teams_with_pending_.insert(nmap[n]);
   }
   nodes_ = std::move(next);
+  ++quota_generation_;
   config_ = std::move(config);
   source_ = std::move(source);
   cluster_used_.assign(config_.clusters.size(), std::vector<Quantity>(newR, 0));

@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <deque>
+#include <optional>
 #include <queue>
 #include <set>
 #include <string>
@@ -31,7 +32,8 @@ struct Job {
   v1::JobSpec spec;             // normalized (defaults filled), for idempotency.
   int team = -1;                // leaf node.
   int cluster = -1;
-  int64_t replicas = 0;
+  int64_t replicas = 0;          // replicas holding (or asking for) capacity.
+  std::vector<Quantity> per_replica;
   std::vector<Quantity> demand;  // replicas x per_replica, per resource.
   ResourceMask requested = 0;
   Quantity gpus = 0;            // lost-work weight: GPU demand, or the largest resource.
@@ -65,6 +67,26 @@ struct Job {
   bool exceeds_max = false;     // parked until the config changes.
   uint64_t parked_stamp = 0;    // see State::change_stamp.
   std::string reason;           // why it waits.
+
+  // Elastic (elastic_max > 0): admitted with elastic_min replicas as a gang,
+  // then grows and shrinks one replica at a time (DESIGN.md §5).
+  int64_t elastic_min = 0;
+  int64_t elastic_max = 0;
+  // The resize request not yet acknowledged: epoch, replicas before it and
+  // its target. A grow reserves its target at once (replicas == resize_to);
+  // a shrink keeps resize_from until the ack or the deadline.
+  int64_t epoch = 0;
+  int64_t resize_from = -1;     // -1: nothing pending.
+  int64_t resize_to = 0;
+  Time resize_deadline = -1;
+  std::string resize_reason;
+  int shrink_for = -1;          // the waiting job a pending shrink frees capacity for.
+  bool growable = false;        // in its team's growable set (State::UpdateGrowable).
+
+  bool elastic() const { return elastic_max > 0; }
+  bool resize_pending() const { return resize_from >= 0; }
+  bool shrink_pending() const { return resize_from >= 0 && resize_to < resize_from; }
+
   bool announced = false;       // a queue/reclaim/admit record was written for it.
   uint64_t gen = 0;             // slot generation, for timers.
 };
@@ -91,6 +113,7 @@ struct NodeState {
   // leaf: per resource, the demands of its queued jobs, so the cycle can skip
   // a team none of whose jobs can fit in O(R) (POLICY.md §4 cost rule).
   std::vector<std::multiset<Quantity>> pending_demand;
+  std::set<QueueKey> growable;     // leaf: elastic jobs that may grow, queue order.
 };
 
 // Due work at `at` for one job. Ordered by (time, job id) so that a state
@@ -102,6 +125,27 @@ struct Timer {
   int job;
   uint64_t gen;
   bool operator>(const Timer& o) const { return std::tie(at, id) > std::tie(o.at, o.id); }
+};
+
+// Usage u(n) of every node under another compiled quota (a tide's coming
+// quota), from the same leaf usage (POLICY.md §1 sums, §6).
+class ComingUsage {
+ public:
+  // `leaf_u` per node (inner nodes' entries are ignored and summed).
+  ComingUsage(const CompiledConfig* config, std::vector<std::vector<Quantity>> leaf_u);
+  void Add(int leaf, const std::vector<Quantity>& amount, int sign);
+  bool NodeFits(int n) const;          // u <= g + b (root: u <= g) on every resource.
+  bool PathFits(int n) const;          // NodeFits for n and all its ancestors.
+  bool WithinGuarantee(int n) const;   // u <= g on every resource.
+  // Would adding `extra` at `leaf` keep every node on its path fitting (or
+  // not make a node that is already over any worse)?
+  bool FitsWith(int leaf, const std::vector<Quantity>& extra) const;
+
+ private:
+  void Sum(int n);
+  const CompiledConfig* c_;
+  int R_;
+  std::vector<std::vector<Quantity>> u_;
 };
 
 class State {
@@ -158,6 +202,12 @@ class State {
   void Dequeue(int j);
   void AddRunning(int j);
   void RemoveRunning(int j);
+  // Sets a job's replicas, moving its usage when it holds capacity.
+  void SetReplicas(int j, int64_t replicas);
+  // Puts an elastic job in its team's growable set, or takes it out: in when
+  // admitted, below max and with no resize pending.
+  void UpdateGrowable(int j);
+  const std::set<int>& teams_with_growable() const { return teams_with_growable_; }
 
   // ---- timers (grace deadlines, backoff expiries); lazily invalidated.
   void AddTimer(Time at, int job) { timers_.push(Timer{at, jobs_[job].id, job, jobs_[job].gen}); }
@@ -175,11 +225,37 @@ class State {
 
   std::vector<Event>& out() { return out_; }
 
+  // ---- tide (tide.h, POLICY.md §6). Boundaries up to apply_cursor are in
+  // force; leads of boundaries up to lead_cursor have run. A guard is the
+  // compiled quota coming at a boundary whose lead ran but which is not yet
+  // in force: admission and growth must fit it too.
+  struct TideGuard {
+    Time boundary;
+    CompiledConfig config;
+  };
+  struct Tide {
+    bool enabled = false;  // some team has rules.
+    Time apply_cursor = 0;
+    Time lead_cursor = 0;
+    std::optional<Time> next_apply;  // the next boundary after apply_cursor.
+    std::optional<Time> next_lead;   // the next boundary after lead_cursor.
+    std::vector<TideGuard> guards;
+    // Usage under each guard, valid while change_stamp == guard_usage_stamp.
+    std::vector<ComingUsage> guard_usage;
+    uint64_t guard_usage_stamp = 0;
+  };
+  // The change_stamp at which a growth pass last found nothing to grow.
+  uint64_t grow_idle_stamp = 0;
+
+  Tide& tide() { return tide_; }
+  const Tide& tide() const { return tide_; }
+
   // Replaces the config (set_quota, set_capacity); remaps jobs' resource
   // vectors by name and recomputes usage.
   void Reconfigure(CompiledConfig config, v1::Config source);
 
   NamedQuantities Named(const std::vector<Quantity>& v, ResourceMask mask) const;
+  uint64_t quota_generation() const { return quota_generation_; }
 
  private:
   CompiledConfig config_;
@@ -190,11 +266,14 @@ class State {
   std::vector<int> free_slots_;
   absl::flat_hash_map<std::string, int> job_index_;
   std::set<int> teams_with_pending_;
+  std::set<int> teams_with_growable_;
   std::priority_queue<Timer, std::vector<Timer>, std::greater<>> timers_;
   uint64_t job_gen_ = 0;
   uint64_t change_stamp_ = 1;
+  uint64_t quota_generation_ = 0;  // bumped by Reconfigure.
   Time now_ = 0;
   std::vector<Event> out_;
+  Tide tide_;
 };
 
 }  // namespace tidegate::core

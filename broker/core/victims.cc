@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "absl/container/flat_hash_map.h"
+
 namespace tidegate::core {
 namespace {
 
@@ -38,28 +40,49 @@ class LazySorted {
   std::vector<Candidate> sorted_;
 };
 
-// What-if removals with undo.
+// What-if removals with undo, a number of replicas at a time (a whole rigid
+// job is all its replicas).
 class WhatIf {
  public:
   explicit WhatIf(State& s) : s_(s) {}
   ~WhatIf() { RestoreAll(); }
-  void Remove(int j) {
-    const Job& job = s_.job(j);
-    s_.AddUsage(job.team, job.cluster, job.demand, -1);
-    removed_.push_back(j);
+  // Removes `replicas` of job j; returns the step's index.
+  size_t Remove(int j, int64_t replicas) {
+    Apply(j, replicas, -1);
+    steps_.push_back({j, replicas, true});
+    return steps_.size() - 1;
   }
-  void Restore(int j) {
-    const Job& job = s_.job(j);
-    s_.AddUsage(job.team, job.cluster, job.demand, +1);
-    removed_.erase(std::find(removed_.begin(), removed_.end(), j));
+  void Restore(size_t step) {
+    Step& st = steps_[step];
+    if (!st.active) return;
+    Apply(st.job, st.replicas, +1);
+    st.active = false;
+  }
+  void Redo(size_t step) {
+    Step& st = steps_[step];
+    if (st.active) return;
+    Apply(st.job, st.replicas, -1);
+    st.active = true;
   }
   void RestoreAll() {
-    while (!removed_.empty()) Restore(removed_.back());
+    for (size_t i = steps_.size(); i-- > 0;) Restore(i);
+    steps_.clear();
   }
 
  private:
+  struct Step {
+    int job;
+    int64_t replicas;
+    bool active;
+  };
+  void Apply(int j, int64_t replicas, int sign) {
+    const Job& job = s_.job(j);
+    std::vector<Quantity> amount(s_.R());
+    for (int r = 0; r < s_.R(); ++r) amount[r] = job.per_replica[r] * replicas;
+    s_.AddUsage(job.team, job.cluster, amount, sign);
+  }
   State& s_;
-  std::vector<int> removed_;
+  std::vector<Step> steps_;
 };
 
 bool ClusterLacksRoom(const State& s, const Job& j) {
@@ -103,9 +126,14 @@ u128 LostWork(const Job& job, Time now) {
   return static_cast<u128>(job.gpus) * static_cast<u128>(span);
 }
 
+bool Shrinkable(const Job& job) {
+  return job.elastic() && job.phase == Phase::kAdmitted && !job.resize_pending() && job.replicas > job.elastic_min;
+}
+
 bool Eligible(const State& s, const Job& c, ResourceMask contested) {
   if (c.phase == Phase::kQueued) return false;
   if (c.drain_for >= 0) return false;  // claimed by another waiting job.
+  if (c.shrink_pending()) return false;  // a shrink not yet acknowledged.
   return UsesAny(c, contested, s.R());
 }
 
@@ -118,8 +146,9 @@ CandidateKey KeyFor(const State& s, const Job& J, const Job& c, int list, bool l
   k.outside_cluster = lacks_room && c.cluster != J.cluster;
   k.own_team = c.team == J.team;
   k.priority = c.priority;
-  k.not_shrinkable = true;
-  k.lost_work = s.config().policy.least_lost_work ? LostWork(c, s.now()) : 0;
+  const bool least_lost_work = s.config().policy.least_lost_work;
+  k.not_shrinkable = least_lost_work && !Shrinkable(c);  // newest_first drops key 5.
+  k.lost_work = least_lost_work ? LostWork(c, s.now()) : 0;
   k.neg_admitted_at = -c.admitted_at;
   k.id = &c.id;
   return k;
@@ -249,38 +278,75 @@ std::vector<Victim> ClassicalVictims(State& s, int j, ResourceMask contested) {
   LazySorted sorted(std::move(cands));
   for (bool allow_borrowing : passes) {
     WhatIf what_if(s);
-    std::vector<Candidate> chosen;  // copies: At() may reallocate.
+    // Each removal is a step: one replica of a shrinking elastic job, or the
+    // rest of a job (evicted whole).
+    struct Chosen {
+      int job;
+      bool same_team;
+      bool whole;
+      size_t step;
+    };
+    std::vector<Chosen> chosen;
     bool fit = false;
-    for (size_t i = 0;; ++i) {
+    auto skip = [&](const Candidate& c) {
+      if (c.same_team) return false;
+      return s.WithinGuarantee(s.job(c.job).team, contested) || BetweenWithinGuarantee(s, c, contested);
+    };
+    for (size_t i = 0; !fit; ++i) {
       const Candidate* c = sorted.At(i);
       if (!c) break;
-      if (!c->same_team) {
-        if (c->reclaim_without_borrowing && allow_borrowing) continue;
-        if (s.WithinGuarantee(s.job(c->job).team, contested)) continue;
-        if (BetweenWithinGuarantee(s, *c, contested)) continue;
+      if (!c->same_team && c->reclaim_without_borrowing && allow_borrowing) continue;
+      if (skip(*c)) continue;
+      const Job& victim = s.job(c->job);
+      int64_t left = victim.replicas;
+      // An elastic candidate above its min is first offered as a shrink, one
+      // replica at a time.
+      bool skipped = false;
+      if (Shrinkable(victim)) {
+        while (left > victim.elastic_min && !fit) {
+          if (skip(*c)) {
+            skipped = true;
+            break;
+          }
+          chosen.push_back({c->job, c->same_team, false, what_if.Remove(c->job, 1)});
+          --left;
+          fit = s.Fits(J, !allow_borrowing);
+        }
+        if (fit) break;
+        if (skipped || skip(*c)) continue;
       }
-      what_if.Remove(c->job);
-      chosen.push_back(*c);
-      if (s.Fits(J, !allow_borrowing)) {
-        fit = true;
-        break;
-      }
+      chosen.push_back({c->job, c->same_team, true, what_if.Remove(c->job, left)});
+      fit = s.Fits(J, !allow_borrowing);
     }
     if (!fit) continue;
-    // Put back from the second-last chosen down to the first.
+    // Put back from the second-last step down to the first.
     std::vector<bool> keep(chosen.size(), true);
     for (int i = static_cast<int>(chosen.size()) - 2; i >= 0; --i) {
-      what_if.Restore(chosen[i].job);
+      what_if.Restore(chosen[i].step);
       if (s.Fits(J, !allow_borrowing)) {
         keep[i] = false;
       } else {
-        what_if.Remove(chosen[i].job);
+        what_if.Redo(chosen[i].step);
       }
     }
+    // One victim per job, in the order first chosen: evicted when its whole
+    // step stayed, else shrunk by the replica steps that stayed.
     std::vector<Victim> victims;
+    absl::flat_hash_map<int, size_t> index;
     for (size_t i = 0; i < chosen.size(); ++i) {
       if (!keep[i]) continue;
-      victims.push_back({chosen[i].job, chosen[i].same_team ? VictimKind::kPriority : VictimKind::kReclaim});
+      const Chosen& ch = chosen[i];
+      auto [it, inserted] = index.try_emplace(ch.job, victims.size());
+      if (inserted) {
+        victims.push_back({ch.job, ch.same_team ? VictimKind::kPriority : VictimKind::kReclaim,
+                           s.job(ch.job).replicas});
+      }
+      Victim& v = victims[it->second];
+      if (ch.whole) {
+        v.shrink_to = -1;
+      } else if (v.shrink_to > 0) {
+        --v.shrink_to;
+      }
     }
     return victims;  // what_if restores the state.
   }

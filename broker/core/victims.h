@@ -14,10 +14,17 @@ namespace tidegate::core {
 // Why a victim was chosen, for the preempt record.
 enum class VictimKind { kReclaim, kPriority, kFairShare };
 
+// A victim is evicted whole, or, an elastic job above its min, shrunk to
+// `shrink_to` replicas (POLICY.md §3: offered as a shrink first).
 struct Victim {
   int job;
   VictimKind kind;
+  int64_t shrink_to = -1;  // -1: evicted whole.
 };
+
+// An elastic job that can give back replicas now: admitted above its min,
+// with no resize pending.
+bool Shrinkable(const Job& job);
 
 // Ordering keys of one candidate (POLICY.md §3 "Order", keys 1-7, plus the
 // list it belongs to for the concatenation). Smaller sorts first.
@@ -27,7 +34,7 @@ struct CandidateKey {
   bool outside_cluster;  // key 1
   bool own_team;       // key 3
   int32_t priority;    // key 4
-  bool not_shrinkable; // key 5a (elastic shrink; always true until issue 4)
+  bool not_shrinkable; // key 5a: elastic jobs that can shrink first
   u128 lost_work;  // key 5b, 0 with newest_first
   Time neg_admitted_at;  // key 6
   const std::string* id;  // key 7
@@ -46,7 +53,8 @@ std::vector<Victim> ClassicalVictims(State& state, int j, ResourceMask contested
 std::vector<Victim> FairShareVictims(State& state, int j, ResourceMask contested);
 
 // Can `candidate` be chosen as a victim at all right now: holds capacity,
-// is not already claimed by another waiting job, uses a contested resource.
+// is not already claimed by another waiting job, has no shrink waiting for
+// its ack, uses a contested resource.
 bool Eligible(const State& state, const Job& candidate, ResourceMask contested);
 
 }  // namespace tidegate::core

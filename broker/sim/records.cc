@@ -78,6 +78,8 @@ std::string RecordJson(const core::Event& e, core::Time start_ms) {
       w.EndArray();
       break;
     case EventType::kResize:
+      w.Key("team").String(e.team);
+      if (!e.by.empty()) w.Key("by").String(e.by);
       w.Key("from").Int(e.from);
       w.Key("to").Int(e.to);
       w.Key("borrowed");
@@ -112,11 +114,14 @@ std::string SummaryJson(const Summary& s) {
     WriteOptional(w, t.wait_p95_s);
     w.Key("preemptions").Int(t.preemptions);
     w.Key("lost_gpu_hours").Double(t.lost_gpu_hours);
+    w.Key("grown_gpu_hours").Double(t.grown_gpu_hours);
     w.EndObject();
   }
   w.EndObject();
   w.Key("reclaim_latency_p99_s");
   WriteOptional(w, s.reclaim_latency_p99_s);
+  w.Key("grown_gpu_hours").Double(s.grown_gpu_hours);
+  w.Key("lost_gpu_hours").Double(s.lost_gpu_hours);
   w.Key("jobs").BeginObject();
   w.Key("submitted").Int(s.jobs.submitted);
   w.Key("adopted").Int(s.jobs.adopted);

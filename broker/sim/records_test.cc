@@ -58,7 +58,7 @@ TEST(RecordsTest, PreemptReclaimResizeEndRejectError) {
   z.borrowed = {{"gpu", 0}};
   z.reason = "reclaim";
   EXPECT_EQ(RecordJson(z, kStart),
-            R"({"at":30,"type":"resize","job":"r1","from":6,"to":4,"borrowed":{"gpu":0},"reason":"reclaim"})");
+            R"({"at":30,"type":"resize","job":"r1","team":"research","from":6,"to":4,"borrowed":{"gpu":0},"reason":"reclaim"})");
 
   EXPECT_EQ(RecordJson(Make(core::EventType::kEnd, 40, "r1", "research"), kStart),
             R"({"at":40,"type":"end","job":"r1"})");
@@ -95,7 +95,8 @@ TEST(RecordsTest, SummaryHasFixedFieldOrderAndNullsForMissingValues) {
   EXPECT_EQ(SummaryJson(s),
             R"({"type":"summary","utilization":0.5,"teams":{"research":{"gpu_hours":0.25,)"
             R"("borrowed_gpu_hours":0,"wait_p50_s":0,"wait_p95_s":30,"preemptions":2,)"
-            R"("lost_gpu_hours":0}},"reclaim_latency_p99_s":null,"jobs":{"submitted":4,)"
+            R"("lost_gpu_hours":0,"grown_gpu_hours":0}},"reclaim_latency_p99_s":null,)"
+            R"("grown_gpu_hours":0,"lost_gpu_hours":0,"jobs":{"submitted":4,)"
             R"("adopted":0,"admitted":4,"rejected":0,"queued_at_end":0},"duration_s":200})");
   s.trace = TraceStats{10, 7, 2, 1};
   EXPECT_NE(SummaryJson(s).find(

@@ -5,41 +5,6 @@
 #include "broker/sim/expectations.h"
 
 namespace tidegate::sim {
-namespace {
-
-constexpr char kIssue4[] = "elastic growth and tide arrive with issue 4";
-
-absl::Status CheckJob(const v1::JobSpec& job, int index, const char* kind) {
-  if (job.elastic().max() > 0) {
-    return absl::UnimplementedError(absl::StrCat(
-        "events[", index, "].", kind, ".elastic: job ", job.job(), " is elastic (elastic: {min: ",
-        job.elastic().min(), ", max: ", job.elastic().max(),
-        "}); the simulator refuses elastic jobs for now: ", kIssue4));
-  }
-  return absl::OkStatus();
-}
-
-}  // namespace
-
-absl::Status CheckSupported(const v1::Scenario& scenario) {
-  for (int i = 0; i < scenario.teams_size(); ++i) {
-    const v1::Team& team = scenario.teams(i);
-    if (team.tide_size() > 0) {
-      return absl::UnimplementedError(
-          absl::StrCat("teams[", i, "].tide: team ", team.name(),
-                       " has tide rules; the simulator refuses tide for now: ", kIssue4));
-    }
-  }
-  for (int i = 0; i < scenario.events_size(); ++i) {
-    const v1::ScenarioEvent& event = scenario.events(i);
-    if (event.has_submit()) {
-      if (absl::Status s = CheckJob(event.submit(), i, "submit"); !s.ok()) return s;
-    } else if (event.has_adopt()) {
-      if (absl::Status s = CheckJob(event.adopt(), i, "adopt"); !s.ok()) return s;
-    }
-  }
-  return absl::OkStatus();
-}
 
 absl::Status ValidateScenario(const v1::Scenario& scenario) {
   for (int i = 0; i < scenario.events_size(); ++i) {

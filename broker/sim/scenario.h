@@ -13,15 +13,6 @@
 
 namespace tidegate::sim {
 
-// UNIMPLEMENTED for what the core cannot run yet, naming the team or job:
-// tide rules on a team, or an elastic job (`elastic.max` > 0) in a submit or
-// adopt. Such a scenario is refused, never run as something else.
-//
-// Every error of this file starts with the field path ("teams[2].tide: ...",
-// "events[3].at: ..."), so a caller holding the file's SourceMap can put
-// FILE:LINE in front (see LocateFieldError).
-absl::Status CheckSupported(const v1::Scenario& scenario);
-
 // INVALID_ARGUMENT naming the field ("events[3].at: -5 is negative"): an event
 // with no kind or a negative `at`, a negative `until`, a malformed
 // expectation.

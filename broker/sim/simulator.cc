@@ -1,5 +1,7 @@
 #include "broker/sim/simulator.h"
 
+#include <queue>
+
 #include <algorithm>
 #include <limits>
 #include <memory>
@@ -98,6 +100,26 @@ class Run {
   SummaryBuilder summary_;
   // (by, victim) of the preempt records at now_.
   std::vector<std::pair<std::string, std::string>> instant_victims_;
+  // Elastic jobs' max replicas (their progress rate is replicas / max).
+  absl::flat_hash_map<std::string, int64_t> elastic_max_;
+  // Resize requests the simulated frameworks will ack (policy.sim_ack_delay_s).
+  struct PendingAck {
+    Time at;
+    uint64_t seq;
+    std::string job;
+    int64_t epoch;
+    int64_t replicas;
+    bool operator>(const PendingAck& o) const { return at != o.at ? at > o.at : seq > o.seq; }
+  };
+  std::priority_queue<PendingAck, std::vector<PendingAck>, std::greater<>> acks_;
+  uint64_t ack_seq_ = 0;
+  void NoteElastic(const v1::JobSpec& spec) {
+    if (spec.elastic().max() > 0) elastic_max_[spec.job()] = spec.elastic().max();
+  }
+  void SetRate(const std::string& job, int64_t replicas, Time t) {
+    auto it = elastic_max_.find(job);
+    if (it != elastic_max_.end()) work_.SetRate(job, t, replicas, it->second);
+  }
   SimResult result_;
   int next_progress_tenth_ = 1;
 };
@@ -175,7 +197,17 @@ void Run::Handle(const core::Event& e) {
   states_.Apply(e);
   summary_.OnRecord(e);
   switch (e.type) {
-    case EventType::kAdmit: work_.Start(e.job, e.at); break;
+    case EventType::kAdmit:
+      SetRate(e.job, e.replicas, e.at);
+      work_.Start(e.job, e.at);
+      break;
+    case EventType::kResize:
+      SetRate(e.job, e.to, e.at);
+      if (e.reason != "deadline" && e.reason != "ack") {
+        const Time delay = scenario_.policy().sim_ack_delay_s() * core::kMillisPerSecond;
+        acks_.push(PendingAck{e.at + delay, ack_seq_++, e.job, e.epoch, e.to});
+      }
+      break;
     case EventType::kPreempt:
       summary_.AddLostWork(e.job, work_.Stop(e.job, e.at));
       instant_victims_.emplace_back(e.by, e.job);
@@ -189,7 +221,11 @@ void Run::Handle(const core::Event& e) {
 }
 
 void Run::Apply(const v1::Command& command) {
+  const uint64_t quota_generation = broker_->QuotaGeneration();
   for (const core::Event& event : broker_->Apply(command, now_)) Handle(event);
+  // A tide boundary (or any config change) moves the guarantees the summary
+  // measures borrowing against.
+  if (broker_->QuotaGeneration() != quota_generation) RefreshGuarantees();
 }
 
 absl::Status Run::RunDue() {
@@ -209,6 +245,19 @@ absl::Status Run::RunDue() {
       Apply(tick);
       continue;
     }
+    if (!acks_.empty() && acks_.top().at <= now_) {
+      const PendingAck ack = acks_.top();
+      acks_.pop();
+      // The framework answers only a request that is still the latest.
+      std::optional<core::JobView> job = broker_->GetJob(ack.job);
+      if (!job || job->resize_from < 0 || job->epoch != ack.epoch) continue;
+      v1::Command command;
+      command.mutable_ack_resize()->set_job(ack.job);
+      command.mutable_ack_resize()->set_epoch(ack.epoch);
+      command.mutable_ack_resize()->set_replicas(ack.replicas);
+      Apply(command);
+      continue;
+    }
     if (std::optional<std::string> job = work_.PopDue(now_)) {
       v1::Command finish;
       finish.set_finish(*job);
@@ -221,6 +270,7 @@ absl::Status Run::RunDue() {
 
 void Run::Submit(const v1::JobSpec& spec, const WorkTracker::Spec& work) {
   work_.Register(spec.job(), work);
+  NoteElastic(spec);
   summary_.OnSubmit(spec, now_);
   v1::Command command;
   CoreSpec(spec, start_, command.mutable_submit());
@@ -234,6 +284,7 @@ void Run::RunInstant(size_t begin, size_t end) {
     const v1::ScenarioEvent* event = inputs_[i].event;
     if (event == nullptr || !event->has_adopt()) continue;
     work_.Register(event->adopt().job(), WorkSpec(event->adopt()));
+    NoteElastic(event->adopt());
     summary_.OnAdopt(event->adopt());
     CoreSpec(event->adopt(), start_, adopt.mutable_adopt()->add_jobs());
   }
@@ -323,6 +374,7 @@ absl::StatusOr<SimResult> Run::Go() {
     if (std::optional<Time> done = work_.NextCompletion()) {
       next = std::min(next, std::max(*done, now_));
     }
+    if (!acks_.empty()) next = std::min(next, std::max(acks_.top().at, now_));
     if (next == kNever || next > end_) break;
     AdvanceTo(next);
     if (absl::Status s = RunDue(); !s.ok()) return s;
@@ -364,7 +416,6 @@ int SimResult::FailedExpectations() const {
 
 absl::StatusOr<SimResult> Simulate(const v1::Scenario& scenario, const SimOptions& options) {
   if (absl::Status s = ValidateScenario(scenario); !s.ok()) return s;
-  if (absl::Status s = CheckSupported(scenario); !s.ok()) return s;
   absl::StatusOr<Time> start = ParseStart(scenario.start());
   if (!start.ok()) return start.status();
   if (options.trace != nullptr && scenario.clusters_size() == 0) {

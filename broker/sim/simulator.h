@@ -22,7 +22,8 @@
 // at `until` when given; events and expectations after `until` are not run
 // (expectations there fail as "not reached").
 //
-// Refused (UNIMPLEMENTED, see CheckSupported): tide rules and elastic jobs.
+// Elastic jobs progress at replicas / max of full speed; simulated frameworks
+// ack resize requests after policy.sim_ack_delay_s.
 //
 // Cost: per step O(records it produced + log jobs); nothing is proportional to
 // teams x jobs, so an 82k-row trace replays in seconds.
@@ -72,7 +73,7 @@ struct SimResult {
 };
 
 // Runs `scenario`. Errors: INVALID_ARGUMENT (bad scenario, start or config,
-// naming the field), UNIMPLEMENTED (refused: tide, elastic), INTERNAL (the
+// naming the field), INTERNAL (the
 // core broke its contract, e.g. a deadline that never clears).
 absl::StatusOr<SimResult> Simulate(const v1::Scenario& scenario, const SimOptions& options);
 

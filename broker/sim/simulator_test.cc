@@ -35,12 +35,12 @@ std::vector<std::string> Lines(const v1::Scenario& scenario, SimResult* result =
   return lines;
 }
 
-constexpr char kTwoTeams[] = R"pb(
+constexpr char kTeamsOnly[] = R"pb(
   clusters { name: "a" capacity { key: "gpu" value: 8 } }
   teams { name: "research" quota { key: "gpu" value { guaranteed: 4 } } }
   teams { name: "serving" quota { key: "gpu" value { guaranteed: 4 } } }
-  policy { default_grace_s: 30 }
 )pb";
+const std::string kTwoTeams = std::string(kTeamsOnly) + "policy { default_grace_s: 30 }\n";
 
 TEST(SimulatorTest, VictimLeavesWhenItsGraceEndsEvenWithoutAnEventThen) {
   SimResult result;
@@ -146,23 +146,50 @@ TEST(SimulatorTest, UntilCutsTheRunAndLaterExpectationsAreNotReached) {
   EXPECT_THAT(result.expectations[0].message, HasSubstr("not reached"));
 }
 
-TEST(SimulatorTest, RefusesElasticJobsNamingTheJob) {
-  absl::StatusOr<SimResult> r = Simulate(Parse(std::string(kTwoTeams) + R"pb(
-    events { at: 0 submit { job: "t1" team: "research" per_replica { key: "gpu" value: 2 } elastic { min: 2 max: 6 } } }
-  )pb"), {});
-  ASSERT_FALSE(r.ok());
-  EXPECT_EQ(r.status().code(), absl::StatusCode::kUnimplemented);
-  EXPECT_THAT(r.status().message(), HasSubstr("events[0].submit.elastic: job t1 is elastic"));
-  EXPECT_THAT(r.status().message(), HasSubstr("issue 4"));
+TEST(SimulatorTest, ElasticJobGrowsShrinksForTheOwnerAndFinishesItsWork) {
+  // r1 grows to 8 GPUs; serving reclaims 4 at 100 s with the ack 10 s later
+  // (an expectation's replicas are those of the job's latest record).
+  // Work: 100 s at 4/4 of full speed, then 2/4 from the ack at 110 s (the
+  // shrink's rate applies from the request, 100 s): run_s 200 leaves 100 s
+  // of work at half speed, so r1 ends at 300 s.
+  SimResult result;
+  std::vector<std::string> lines = Lines(Parse(std::string(kTeamsOnly) + R"pb(
+    policy { default_grace_s: 30 sim_ack_delay_s: 10 }
+    events { at: 0 submit { job: "r1" team: "research" per_replica { key: "gpu" value: 2 } elastic { min: 1 max: 4 } run_s: 200 } }
+    events { at: 100 submit { job: "s1" team: "serving" replicas: 1 per_replica { key: "gpu" value: 4 } } }
+    expect { at: 0 job: "r1" state: JOB_STATE_ADMITTED replicas: 4 borrowing: true }
+    expect { at: 100 job: "s1" state: JOB_STATE_QUEUED }
+    expect { at: 100 job: "r1" state: JOB_STATE_ADMITTED replicas: 2 }
+    expect { at: 110 job: "s1" state: JOB_STATE_ADMITTED }
+    expect { at: 110 job: "r1" state: JOB_STATE_ADMITTED replicas: 2 borrowing: false }
+    expect { at: 299 job: "r1" state: JOB_STATE_ADMITTED }
+    expect { at: 300 job: "r1" state: JOB_STATE_ENDED }
+  )pb"), &result);
+  EXPECT_EQ(result.FailedExpectations(), 0) << testing::PrintToString(lines);
+  EXPECT_THAT(lines, testing::Contains(HasSubstr(R"({"at":0,"type":"admit","job":"r1","team":"research","replicas":1)")));
+  EXPECT_THAT(lines, testing::Contains(HasSubstr(R"("type":"resize","job":"r1","team":"research","from":1,"to":4)")));
+  EXPECT_THAT(lines, testing::Contains(HasSubstr(R"("type":"resize","job":"r1","team":"research","by":"s1","from":4,"to":2)")));
+  // No preempt record: a shrink is not an eviction, and loses no work.
+  EXPECT_THAT(lines, testing::Not(testing::Contains(HasSubstr(R"("type":"preempt")"))));
+  EXPECT_EQ(result.summary.lost_gpu_hours, 0);
+  // Growth: 3 replicas x 2 GPUs above min for 100 s, then 1 x 2 for 200 s.
+  EXPECT_NEAR(result.summary.grown_gpu_hours, (6.0 * 100 + 2.0 * 200) / 3600, 1e-9);
 }
 
-TEST(SimulatorTest, RefusesTideNamingTheTeam) {
-  absl::StatusOr<SimResult> r = Simulate(Parse(std::string(kTwoTeams) + R"pb(
-    teams { name: "night" tide { from: "08:00" to: "20:00" } }
-  )pb"), {});
-  ASSERT_FALSE(r.ok());
-  EXPECT_EQ(r.status().code(), absl::StatusCode::kUnimplemented);
-  EXPECT_THAT(r.status().message(), HasSubstr("teams[2].tide: team night has tide rules"));
+TEST(SimulatorTest, UnackedShrinkIsEnforcedAtItsDeadline) {
+  // Acks come 45 s after a request: in time for a grow (resize_timeout_s 60),
+  // too late for a shrink (grace 30), which is enforced at 230 s.
+  SimResult result;
+  std::vector<std::string> lines = Lines(Parse(std::string(kTeamsOnly) + R"pb(
+    policy { default_grace_s: 30 sim_ack_delay_s: 45 }
+    events { at: 0 submit { job: "r1" team: "research" per_replica { key: "gpu" value: 2 } elastic { min: 1 max: 4 } } }
+    events { at: 200 submit { job: "s1" team: "serving" replicas: 1 per_replica { key: "gpu" value: 4 } } }
+    expect { at: 229 job: "s1" state: JOB_STATE_QUEUED }
+    expect { at: 230 job: "s1" state: JOB_STATE_ADMITTED }
+    expect { at: 230 job: "r1" state: JOB_STATE_ADMITTED replicas: 2 }
+  )pb"), &result);
+  EXPECT_EQ(result.FailedExpectations(), 0) << testing::PrintToString(lines);
+  EXPECT_THAT(lines, testing::Contains(HasSubstr(R"({"at":230,"type":"resize","job":"r1","team":"research","from":4,"to":2,"borrowed":{"gpu":0},"reason":"deadline"})")));
 }
 
 TEST(SimulatorTest, BadStartNamesTheValue) {

@@ -38,6 +38,7 @@ SummaryBuilder::JobInfo& SummaryBuilder::Register(const v1::JobSpec& spec) {
   auto team = team_index_.find(spec.team());
   job.team = team == team_index_.end() ? -1 : team->second;
   job.per_replica.assign(resources_, 0);
+  job.elastic_min = spec.elastic().max() > 0 ? spec.elastic().min() : 0;
   for (const auto& [name, quantity] : spec.per_replica()) {
     auto r = resource_index_.find(name);
     if (r != resource_index_.end()) job.per_replica[r->second] = quantity;
@@ -58,6 +59,14 @@ void SummaryBuilder::OnAdopt(const v1::JobSpec& spec) {
 }
 
 void SummaryBuilder::Hold(JobInfo& job, int64_t replicas, core::Time t) {
+  if (job.team >= 0 && job.elastic_min > 0 && job.holding > job.elastic_min) {
+    core::Quantity gpus = 0;
+    for (core::Quantity q : job.per_replica) gpus += q;
+    stats_[job.team].grown_gpu_ms += static_cast<double>(gpus) *
+                                     static_cast<double>(job.holding - job.elastic_min) *
+                                     static_cast<double>(t - job.held_since);
+  }
+  job.held_since = t;
   if (job.team >= 0 && replicas != job.holding) {
     for (size_t r = 0; r < resources_; ++r) {
       if (job.per_replica[r] == 0) continue;
@@ -138,6 +147,9 @@ void SummaryBuilder::SetCapacity(const std::string& resource, core::Quantity cap
 }
 
 Summary SummaryBuilder::Finish(core::Time end, int64_t queued_at_end) {
+  for (auto& [id, job] : jobs_) {
+    if (!job.done) Hold(job, job.holding, end);  // counts growth up to the end.
+  }
   usage_.Flush(end);
   Summary summary;
   summary.duration_s = Seconds(end - start_);
@@ -153,6 +165,9 @@ Summary SummaryBuilder::Finish(core::Time end, int64_t queued_at_end) {
     team.wait_p95_s = NearestRankPercentile(stats_[i].waits_s, 95);
     team.preemptions = stats_[i].preemptions;
     team.lost_gpu_hours = stats_[i].lost_gpu_ms / kMsPerHour;
+    team.grown_gpu_hours = stats_[i].grown_gpu_ms / kMsPerHour;
+    summary.grown_gpu_hours += team.grown_gpu_hours;
+    summary.lost_gpu_hours += team.lost_gpu_hours;
     summary.teams.push_back(std::move(team));
   }
   summary.reclaim_latency_p99_s = NearestRankPercentile(reclaim_latencies_s_, 99);

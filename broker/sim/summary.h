@@ -49,6 +49,7 @@ struct TeamSummary {
   std::optional<double> wait_p95_s;
   int64_t preemptions = 0;  // times one of its jobs was chosen as a victim.
   double lost_gpu_hours = 0;
+  double grown_gpu_hours = 0;  // held by elastic replicas above their min.
 };
 
 struct JobCounts {
@@ -64,6 +65,8 @@ struct Summary {
   std::optional<double> utilization;
   std::vector<TeamSummary> teams;  // leaf teams, config order.
   std::optional<double> reclaim_latency_p99_s;
+  double grown_gpu_hours = 0;  // all teams: GPU-hours gained by elastic growth.
+  double lost_gpu_hours = 0;   // all teams: GPU-hours of work lost to preemption.
   JobCounts jobs;
   std::optional<TraceStats> trace;  // with --trace only.
 };
@@ -97,6 +100,8 @@ class SummaryBuilder {
     int team = -1;                             // leaf index, -1 if not a leaf.
     std::vector<core::Quantity> per_replica;   // per GPU resource.
     int64_t holding = 0;                       // replicas that hold capacity.
+    int64_t elastic_min = 0;                   // > 0 for elastic jobs.
+    core::Time held_since = 0;                 // when `holding` last changed.
     core::Time submitted_at = -1;              // -1 for adopted jobs.
     core::Time reclaim_since = -1;             // first reclaim record pending.
     bool admitted_once = false;
@@ -106,6 +111,7 @@ class SummaryBuilder {
     std::vector<double> waits_s;
     int64_t preemptions = 0;
     double lost_gpu_ms = 0;
+    double grown_gpu_ms = 0;
   };
 
   JobInfo& Register(const v1::JobSpec& spec);

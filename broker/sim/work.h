@@ -1,7 +1,7 @@
 // The simulator's model of each job's work (DESIGN.md §9 `run_s`).
 //
 // A job's progress advances while it is admitted (rigid jobs at rate 1: one
-// second of work per second). When it starts (admitted, or readmitted), its
+// second of work per second; elastic jobs at replicas / max). When it starts (admitted, or readmitted), its
 // completion is scheduled at start + remaining work; the simulator then
 // finishes it. A preemption stops progress at once: the job falls back to its
 // last checkpoint (an explicit `checkpoint`, or every checkpoint_interval of
@@ -42,6 +42,10 @@ class WorkTracker {
   // unknown job or one already running.
   void Start(const std::string& job, core::Time t);
 
+  // From `t` the job progresses at num/den of its full speed (an elastic job
+  // at replicas/max); a resize checkpoints it first, so no work is lost.
+  void SetRate(const std::string& job, core::Time t, int64_t num, int64_t den);
+
   // Progress stops at `t` (the job was chosen as a victim). Returns the work
   // lost, in ms of running: progress since the last checkpoint. 0 for a job
   // that was not running.
@@ -70,6 +74,9 @@ class WorkTracker {
     core::Time running_since = -1;  // -1 when not running.
     uint64_t generation = 0;       // bumps invalidate scheduled completions.
     bool ended = false;
+    int64_t rate_num = 1;          // progress per ms of running = num/den.
+    int64_t rate_den = 1;
+    core::Time Progress(core::Time ran) const;
   };
   struct Completion {
     core::Time at;

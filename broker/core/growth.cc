@@ -1,0 +1,238 @@
+// Elastic jobs: growth into free capacity (POLICY.md §4 "Growth") and the
+// resize protocol (DESIGN.md §5): every size change is a request with an
+// epoch; a grow reserves capacity at the request, a shrink frees it at the
+// ack or at its deadline.
+#include <algorithm>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/strings/str_cat.h"
+#include "broker/core/admission.h"
+#include "broker/core/fair_share.h"
+
+namespace tidegate::core {
+
+NamedQuantities Admission::BorrowedPart(const Job& job, std::vector<Quantity>* by_resource) const {
+  // The job's own part above its team's guarantee, with the job counted.
+  std::vector<Quantity> borrowed(s_.R(), 0);
+  for (int r = 0; r < s_.R(); ++r) {
+    const Quantity over = s_.ns(job.team).u[r] - s_.node(job.team).g[r];
+    borrowed[r] = std::min(job.demand[r], std::max<Quantity>(0, over));
+  }
+  NamedQuantities named = s_.Named(borrowed, job.requested);
+  if (by_resource) *by_resource = std::move(borrowed);
+  return named;
+}
+
+bool Admission::GrowFits(const Job& job) const {
+  std::vector<Quantity> avail;
+  s_.Available(job.team, &avail);
+  for (int r = 0; r < s_.R(); ++r) {
+    const Quantity d = job.per_replica[r];
+    if (d == 0) continue;
+    if (d > std::max<Quantity>(0, avail[r]) || d > std::max<Quantity>(0, s_.free_capacity(job.cluster, r))) {
+      return false;
+    }
+  }
+  return FitsGuards(job, job.per_replica);
+}
+
+void Admission::GrowPass() {
+  if (s_.teams_with_growable().empty() || s_.grow_idle_stamp == s_.change_stamp()) return;
+  // Candidate leaves, and how many lie in each subtree, for the descent.
+  const size_t N = s_.config().nodes.size();
+  std::vector<int> in_subtree(N, 0);
+  std::vector<bool> candidate(N, false);
+  for (int t : s_.teams_with_growable()) {
+    candidate[t] = true;
+    for (int a : s_.node(t).path) ++in_subtree[a];
+  }
+  auto drop = [&](int t) {
+    candidate[t] = false;
+    for (int a : s_.node(t).path) --in_subtree[a];
+  };
+  auto head = [&](int leaf) -> const QueueKey* {
+    const auto& g = s_.ns(leaf).growable;
+    return g.empty() ? nullptr : &*g.begin();
+  };
+  // The first job of each leaf's subtree in queue order, for share ties.
+  std::function<const QueueKey*(int)> first = [&](int n) -> const QueueKey* {
+    if (s_.node(n).leaf && n != kRootNode) return candidate[n] ? head(n) : nullptr;
+    const QueueKey* best = nullptr;
+    for (int c : s_.node(n).children) {
+      if (in_subtree[c] == 0) continue;
+      const QueueKey* h = first(c);
+      if (h && (!best || *h < *best)) best = h;
+    }
+    return best;
+  };
+
+  std::vector<std::pair<int, int64_t>> grown;  // job, replicas before, in first-grown order.
+  absl::flat_hash_map<int, size_t> grown_index;
+  while (in_subtree[kRootNode] > 0) {
+    // Descend from the root to the leaf with the lowest share.
+    int n = kRootNode;
+    while (!s_.node(n).leaf || n == kRootNode) {
+      int best = -1;
+      Share best_share;
+      const QueueKey* best_head = nullptr;
+      for (int c : s_.node(n).children) {
+        if (in_subtree[c] == 0) continue;
+        const Share sh = ShareOf(s_, c);
+        const QueueKey* h = first(c);
+        const int cmp = best < 0 ? -1 : Compare(sh, best_share);
+        if (cmp < 0 || (cmp == 0 && h && best_head && *h < *best_head)) {
+          best = c;
+          best_share = sh;
+          best_head = h;
+        }
+      }
+      n = best;
+    }
+    // Its first job (queue order) that one more replica fits.
+    int pick = -1;
+    for (const QueueKey& k : s_.ns(n).growable) {
+      if (GrowFits(s_.job(k.job))) {
+        pick = k.job;
+        break;
+      }
+    }
+    if (pick < 0) {
+      drop(n);
+      continue;
+    }
+    Job& job = s_.job(pick);
+    if (grown_index.try_emplace(pick, grown.size()).second) grown.emplace_back(pick, job.replicas);
+    s_.SetReplicas(pick, job.replicas + 1);
+    if (job.replicas >= job.elastic_max) {
+      s_.UpdateGrowable(pick);  // full: out of the set.
+      if (s_.ns(n).growable.empty()) drop(n);
+    }
+  }
+  if (grown.empty()) {
+    s_.grow_idle_stamp = s_.change_stamp();
+    return;
+  }
+  // One request per job for what it gained in this pass.
+  for (const auto& [j, before] : grown) {
+    Job& job = s_.job(j);
+    const int64_t after = job.replicas;
+    s_.SetReplicas(j, before);  // RequestResize reserves it again.
+    RequestResize(j, after, "grow", -1);
+  }
+}
+
+void Admission::RequestResize(int j, int64_t target, const std::string& reason, int for_job, const std::string& by) {
+  Job& job = s_.job(j);
+  const int64_t from = job.replicas;
+  ++job.epoch;
+  job.resize_from = from;
+  job.resize_to = target;
+  job.resize_reason = by.empty() ? reason : by;
+  job.shrink_for = target < from ? for_job : -1;
+  const Time wait = target > from ? s_.config().policy.resize_timeout_s * kMillisPerSecond : job.grace_ms;
+  job.resize_deadline = s_.now() + wait;
+  if (target > from) s_.SetReplicas(j, target);  // a grow reserves at once.
+  s_.UpdateGrowable(j);
+
+  Event e;
+  e.type = EventType::kResize;
+  e.job = job.id;
+  e.team = s_.node(job.team).name;
+  e.from = from;
+  e.to = target;
+  e.replicas = target;
+  e.reason = reason;
+  e.epoch = job.epoch;
+  e.deadline = job.resize_deadline;
+  e.by = for_job >= 0 ? s_.job(for_job).id : by;
+  // Borrowed at the new size.
+  const int64_t held = job.replicas;
+  s_.SetReplicas(j, target);
+  std::vector<Quantity> borrowed;
+  e.borrowed = BorrowedPart(job, &borrowed);
+  s_.SetReplicas(j, held);
+  job.borrowing = std::any_of(borrowed.begin(), borrowed.end(), [](Quantity q) { return q > 0; });
+  Emit(std::move(e));
+  if (job.resize_deadline > s_.now()) s_.AddTimer(job.resize_deadline, j);
+}
+
+void Admission::CompleteResize(int j, int64_t replicas) {
+  Job& job = s_.job(j);
+  const int64_t before = job.replicas;
+  const int waiting = job.shrink_for;
+  job.resize_from = -1;
+  job.resize_deadline = -1;
+  job.shrink_for = -1;
+  s_.SetReplicas(j, replicas);
+  s_.UpdateGrowable(j);
+  s_.Changed();
+  if (replicas < before) freed_ = true;
+  if (waiting >= 0) {
+    // What the shrink freed is held for the job that waits for it (§4).
+    Job& w = s_.job(waiting);
+    std::vector<Quantity> freed(s_.R(), 0);
+    for (int r = 0; r < s_.R(); ++r) freed[r] = job.per_replica[r] * std::max<int64_t>(0, before - replicas);
+    s_.AddUsage(job.team, job.cluster, freed, +1);
+    w.holds.push_back({job.team, job.cluster, std::move(freed)});
+    w.victims.erase(std::find(w.victims.begin(), w.victims.end(), j));
+    if (--w.victims_left == 0) ResolveWaiting(waiting);
+  }
+}
+
+void Admission::CancelResize(int j) {
+  Job& job = s_.job(j);
+  if (!job.resize_pending()) return;
+  if (job.shrink_pending()) {
+    CompleteResize(j, job.resize_to);  // what was promised is given.
+    return;
+  }
+  const int64_t from = job.resize_from;
+  job.resize_from = -1;
+  job.resize_deadline = -1;
+  s_.SetReplicas(j, from);  // the grow is withdrawn.
+  s_.UpdateGrowable(j);
+}
+
+void Admission::AckResize(const v1::AckResize& ack) {
+  const int j = s_.FindJob(ack.job());
+  if (j < 0) {
+    Error(ack.job(), absl::StrCat("ack_resize.job: unknown job '", ack.job(), "'"));
+    return;
+  }
+  Job& job = s_.job(j);
+  if (!job.elastic()) {
+    Error(ack.job(), absl::StrCat("ack_resize.job: job '", ack.job(), "' is not elastic"));
+    return;
+  }
+  if (!job.resize_pending() || ack.epoch() != job.epoch) {
+    Error(ack.job(), absl::StrCat("ack_resize.epoch: ", ack.epoch(), " is stale; job '", ack.job(), "' ",
+                                  job.resize_pending() ? absl::StrCat("waits for an ack of epoch ", job.epoch)
+                                                       : std::string("has no resize pending")));
+    return;
+  }
+  const int64_t lo = job.shrink_pending() ? job.elastic_min : job.resize_from;
+  const int64_t hi = job.resize_to;
+  if (ack.replicas() < lo || ack.replicas() > hi) {
+    Error(ack.job(), absl::StrCat("ack_resize.replicas: ", ack.replicas(), " is outside [", lo, ", ", hi,
+                                  "] for epoch ", job.epoch, " (", job.resize_from, " -> ", job.resize_to, ")"));
+    return;
+  }
+  const int64_t asked = job.resize_to;
+  CompleteResize(j, ack.replicas());
+  if (ack.replicas() != asked) {
+    // The framework re-formed at another size than asked: say so.
+    Event e;
+    e.type = EventType::kResize;
+    e.job = job.id;
+    e.team = s_.node(job.team).name;
+    e.from = asked;
+    e.to = ack.replicas();
+    e.replicas = ack.replicas();
+    e.reason = "ack";
+    e.epoch = job.epoch;
+    e.borrowed = BorrowedPart(job, nullptr);
+    Emit(std::move(e));
+  }
+}
+
+}  // namespace tidegate::core

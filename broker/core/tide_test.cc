@@ -1,0 +1,112 @@
+#include "broker/core/tide.h"
+
+#include <gtest/gtest.h>
+
+#include "absl/time/time.h"
+#include "api/yaml_loader.h"
+
+namespace tidegate::core {
+namespace {
+
+// 2026-01-05 is a Monday.
+Time At(const std::string& rfc3339) {
+  absl::Time t;
+  std::string err;
+  EXPECT_TRUE(absl::ParseTime(absl::RFC3339_full, rfc3339, &t, &err)) << err;
+  return absl::ToUnixMillis(t);
+}
+
+v1::Config Parse(const std::string& yaml) {
+  v1::Config c;
+  auto st = api::LoadYamlString(yaml, "test.yaml", &c);
+  EXPECT_TRUE(st.ok()) << st;
+  return c;
+}
+
+const char kServing[] = R"(
+clusters: [{name: a, capacity: {gpu: 16}}]
+teams:
+  - name: serving
+    quota: {gpu: {guaranteed: 4, borrow_limit: 2}}
+    tide:
+      - days: [mon, tue, wed, thu, fri]
+        from: "08:00"
+        to: "20:00"
+        timezone: UTC
+        quota: {gpu: {guaranteed: 12, lend_limit: 0}}
+  - name: training
+    quota: {gpu: {guaranteed: 4}}
+)";
+
+int64_t Guarantee(const v1::Config& c, const std::string& team) {
+  for (const auto& t : c.teams()) {
+    if (t.name() == team) return t.quota().at("gpu").guaranteed();
+  }
+  return -1;
+}
+
+TEST(TideTest, RuleOverridesBaseFieldByFieldInsideItsWindow) {
+  const v1::Config base = Parse(kServing);
+  const v1::Config day = EffectiveConfig(base, At("2026-01-05T08:00:00Z"));
+  EXPECT_EQ(Guarantee(day, "serving"), 12);
+  EXPECT_EQ(day.teams(0).quota().at("gpu").lend_limit(), 0);
+  EXPECT_EQ(day.teams(0).quota().at("gpu").borrow_limit(), 2);  // kept from the base.
+  EXPECT_EQ(Guarantee(EffectiveConfig(base, At("2026-01-05T07:59:59Z")), "serving"), 4);
+  EXPECT_EQ(Guarantee(EffectiveConfig(base, At("2026-01-05T20:00:00Z")), "serving"), 4);  // `to` is exclusive.
+  EXPECT_EQ(Guarantee(EffectiveConfig(base, At("2026-01-10T12:00:00Z")), "serving"), 4);  // Saturday.
+}
+
+TEST(TideTest, NextBoundaryWalksTheWeek) {
+  const v1::Config base = Parse(kServing);
+  EXPECT_EQ(NextTideBoundary(base, At("2026-01-05T00:00:00Z")), At("2026-01-05T08:00:00Z"));
+  EXPECT_EQ(NextTideBoundary(base, At("2026-01-05T08:00:00Z")), At("2026-01-05T20:00:00Z"));
+  // Friday evening: the next change is Monday morning.
+  EXPECT_EQ(NextTideBoundary(base, At("2026-01-09T20:00:00Z")), At("2026-01-12T08:00:00Z"));
+  EXPECT_FALSE(NextTideBoundary(Parse("clusters: [{name: a, capacity: {gpu: 1}}]\nteams: [{name: t}]\n"), 0));
+}
+
+TEST(TideTest, WindowPastMidnightAndUntil2400) {
+  v1::Config base = Parse(kServing);
+  v1::TideRule* night = base.mutable_teams(1)->add_tide();
+  night->add_days(v1::WEEKDAY_FRI);
+  night->set_from("22:00");
+  night->set_to("06:00");  // into Saturday.
+  (*night->mutable_quota())["gpu"].set_guaranteed(10);
+  EXPECT_EQ(Guarantee(EffectiveConfig(base, At("2026-01-10T05:59:00Z")), "training"), 10);
+  EXPECT_EQ(Guarantee(EffectiveConfig(base, At("2026-01-10T06:00:00Z")), "training"), 4);
+  night->set_to("24:00");
+  EXPECT_TRUE(ValidateTide(base).ok());
+  EXPECT_EQ(Guarantee(EffectiveConfig(base, At("2026-01-09T23:59:00Z")), "training"), 10);
+  EXPECT_EQ(NextTeamTideBoundary(base.teams(1), At("2026-01-09T22:00:00Z")), At("2026-01-10T00:00:00Z"));
+}
+
+TEST(TideTest, TimeZoneShiftsTheWindow) {
+  v1::Config base = Parse(kServing);
+  base.mutable_teams(0)->mutable_tide(0)->set_timezone("Europe/Paris");  // UTC+1 in January.
+  EXPECT_EQ(NextTideBoundary(base, At("2026-01-05T00:00:00Z")), At("2026-01-05T07:00:00Z"));
+}
+
+TEST(TideTest, BadRulesNameTeamRuleFieldAndValue) {
+  struct Case {
+    void (*mutate)(v1::TideRule*);
+    std::string want;
+  };
+  const Case cases[] = {
+      {[](v1::TideRule* r) { r->set_from("8:00"); }, "team 'serving' tide[0].from: '8:00'"},
+      {[](v1::TideRule* r) { r->set_to("24:30"); }, "tide[0].to: '24:30'"},
+      {[](v1::TideRule* r) { r->set_to("08:00"); }, "tide[0].to: '08:00' equals from"},
+      {[](v1::TideRule* r) { r->set_timezone("Mars/Olympus"); }, "tide[0].timezone: 'Mars/Olympus'"},
+      {[](v1::TideRule* r) { r->clear_days(); }, "tide[0].days"},
+      {[](v1::TideRule* r) { (*r->mutable_quota())["gpu"].set_guaranteed(-1); }, "tide[0].quota.gpu.guaranteed: -1"},
+  };
+  for (const Case& c : cases) {
+    v1::Config base = Parse(kServing);
+    c.mutate(base.mutable_teams(0)->mutable_tide(0));
+    const absl::Status st = ValidateTide(base);
+    EXPECT_EQ(st.code(), absl::StatusCode::kInvalidArgument) << c.want;
+    EXPECT_NE(std::string(st.message()).find(c.want), std::string::npos) << st;
+  }
+}
+
+}  // namespace
+}  // namespace tidegate::core
