@@ -12,6 +12,7 @@
 #include "absl/strings/str_format.h"
 #include "broker/sim/json_writer.h"
 #include "cli/exit_codes.h"
+#include "cli/forecast_online.h"
 #include "cli/text_table.h"
 #include "forecast/svg_plot.h"
 
@@ -170,15 +171,82 @@ void AddSeriesInputOptions(CLI::App* sub, SeriesInput* input) {
                   "wallclock column)");
 }
 
+void AddOnlineSeriesOptions(CLI::App* sub, SeriesInput* input, bool with_resource) {
+  if (with_resource) {
+    sub->add_option("--resource", input->resource,
+                    "Online: the ledger's resource to forecast (default gpu)");
+  }
+  sub->add_option("--metric", input->metric,
+                  "Online: demand (used + queued, default), used, queued, borrowed or lent");
+  sub->fallthrough();  // --server and --timeout after the subcommand.
+}
+
+bool IsOnline(const SeriesInput& input) { return input.input.empty() && !input.team.empty(); }
+
+absl::Status CheckOnlineFlags(const SeriesInput& input) {
+  if (!input.column.empty()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--column ", input.column, " needs --input FILE.csv; from the ledger use --metric"));
+  }
+  if (!input.where.empty()) return absl::InvalidArgumentError("--where needs --input FILE.csv");
+  if (input.fill_gaps) return absl::InvalidArgumentError("--fill-gaps needs --input FILE.csv");
+  if (!input.start.empty()) return absl::InvalidArgumentError("--start needs --input FILE.csv");
+  return ParseMetric(input.metric).status();
+}
+
+// A ledger SeriesSelector from the flags; CheckOnlineFlags has passed.
+v1::SeriesSelector SelectorOf(const SeriesInput& input) {
+  v1::SeriesSelector selector;
+  selector.set_team(input.team);
+  selector.set_resource(input.resource);
+  selector.set_metric(*ParseMetric(input.metric));
+  return selector;
+}
+
+namespace {
+
+int RunForecastOnline(const ForecastCommandOptions& options, const Io& io) {
+  std::ostream& err = *io.err;
+  if (absl::Status st = CheckOnlineFlags(options.series); !st.ok()) {
+    err << "tidegate forecast: " << st.message() << "\n";
+    return kExitBadInput;
+  }
+  absl::StatusOr<int> horizon = ParseHorizon(options.horizon.empty() ? "168" : options.horizon);
+  if (!horizon.ok()) {
+    err << "tidegate forecast: " << horizon.status().message() << "\n";
+    return kExitBadInput;
+  }
+  v1::ForecastRequest request;
+  *request.mutable_series() = SelectorOf(options.series);
+  request.set_horizon_hours(*horizon);
+  request.set_model(options.model);
+  v1::ForecastResponse response;
+  const int code = CallForecastService(
+      options.client, io, [&](v1::ForecastService::Stub& stub, grpc::ClientContext* ctx) {
+        return stub.Forecast(ctx, request, &response);
+      });
+  if (code != kExitOk) return code;
+  if (!options.plot.empty()) {
+    if (absl::Status st = WriteOnlinePlot(options.plot, response, std::nullopt); !st.ok()) {
+      err << "tidegate forecast: " << st.message() << "\n";
+      return kExitBadInput;
+    }
+  }
+  if (options.output == "table") {
+    PrintOnlineForecastTable(response, *io.out);
+  } else {
+    *io.out << OnlineForecastJson(response) << "\n";
+  }
+  io.out->flush();
+  return kExitOk;
+}
+
+}  // namespace
+
 absl::StatusOr<LoadedSeries> LoadSeries(const SeriesInput& input, const std::string& command) {
   if (input.input.empty()) {
-    if (!input.team.empty()) {
-      return absl::FailedPreconditionError(absl::StrCat(
-          "tidegate ", command, " ", input.team,
-          " reads the broker's ledger through ForecastService, which is not available yet; "
-          "give the series as --input FILE.csv --column NAME"));
-    }
-    return absl::InvalidArgumentError("--input FILE.csv is required");
+    return absl::InvalidArgumentError(
+        "--input FILE.csv is required (or name a TEAM to read the broker's ledger)");
   }
   if (input.column.empty()) return absl::InvalidArgumentError("--column NAME is required");
   absl::StatusOr<std::string> text = ReadFile(input.input);
@@ -288,6 +356,7 @@ int RunForecast(const ForecastCommandOptions& options, const Io& io) {
       return kExitBadInput;
     }
   }
+  if (IsOnline(options.series)) return RunForecastOnline(options, io);
   absl::StatusOr<LoadedSeries> series = LoadSeries(options.series, "forecast");
   if (!series.ok()) {
     err << "tidegate forecast: " << series.status().message() << "\n";
@@ -338,10 +407,13 @@ void AddForecastCommand(CLI::App& app, const Io& io, int* exit_code) {
   CLI::App* sub = app.add_subcommand(
       "forecast", "Forecast an hourly series (P10/P50/P90/P99) with backtested model choice");
   sub->add_option("TEAM", options->series.team,
-                  "Team whose ledger usage to forecast (needs ForecastService; not available "
-                  "yet), or the team's rows in --input");
+                  "Team whose usage in the broker's ledger to forecast (ForecastService), or "
+                  "the team's rows in --input");
   AddSeriesInputOptions(sub, &options->series);
-  sub->add_option("--horizon", options->horizon, "Hours to forecast: 168, 168h, 7d or 2w");
+  AddOnlineSeriesOptions(sub, &options->series, /*with_resource=*/true);
+  sub->add_option("--horizon", options->horizon,
+                  "Hours to forecast: 168, 168h, 7d or 2w (required with --input; online "
+                  "default 168)");
   sub->add_option("--model", options->model,
                   "auto (default: lowest backtest MASE) or one model, e.g. "
                   "holt_winters_24_168_damped, seasonal_naive_168");
@@ -350,8 +422,11 @@ void AddForecastCommand(CLI::App& app, const Io& io, int* exit_code) {
   sub->add_option("--plot", options->plot, "Also write an SVG chart to this file");
   sub->add_flag("--progress", options->progress,
                 "Print progress on stderr even when it is not a terminal");
-  sub->footer(kExitCodesHelp);
-  sub->callback([options, io, exit_code] { *exit_code = RunForecast(*options, io); });
+  sub->footer(ForecastCommandFooter());
+  sub->callback([options, io, exit_code, sub] {
+    options->client = ForecastClientOptions(sub);
+    *exit_code = RunForecast(*options, io);
+  });
 }
 
 }  // namespace tidegate::cli

@@ -16,12 +16,18 @@
 // `-o table` prints the same for people. stderr: errors, filled gaps, progress
 // (when stderr is a terminal or with --progress).
 //
-// `tidegate forecast TEAM` (from the broker's ledger) needs ForecastService,
-// which does not exist yet: it exits 2 saying so.
+// `tidegate forecast TEAM [--resource gpu] [--metric demand] [--horizon 7d]
+//  [--model auto] [--plot FILE.svg] [-o json|table]` (no --input) forecasts
+// the team's hourly usage in the broker's ledger through ForecastService
+// (cli/forecast_online.h): the same JSON keys, "input":"ledger", "t" in Unix
+// seconds; --horizon defaults to 168 hours.
 //
 // Exit: 0 ok; 2 bad input (unreadable file, missing column, non-numeric value,
 // unsorted/duplicate times, a gap without --fill-gaps, too short a series,
 // unknown model) with "FILE:LINE: FIELD: reason" on stderr and nothing on stdout.
+// Online: 2 bad flag or INVALID_ARGUMENT, 3 no such team, 4 too little
+// history in the ledger (FAILED_PRECONDITION: how many hours it has and
+// needs), 5 broker unavailable, 6 other.
 #ifndef TIDEGATE_CLI_FORECAST_COMMAND_H_
 #define TIDEGATE_CLI_FORECAST_COMMAND_H_
 
@@ -31,9 +37,11 @@
 
 #include "absl/status/statusor.h"
 #include "absl/time/civil_time.h"
+#include "cli/client.h"
 #include "cli/command.h"
 #include "forecast/csv_series.h"
 #include "forecast/forecaster.h"
+#include "tidegate/v1/forecast.pb.h"
 
 namespace CLI {
 class App;
@@ -43,17 +51,29 @@ namespace tidegate::cli {
 
 // Where a series comes from: shared by forecast, reserve and tide propose.
 struct SeriesInput {
-  std::string team;                     // positional TEAM (online mode; not built yet).
+  std::string team;                     // positional TEAM: online without --input.
   std::string input;                    // --input FILE.csv
   std::string time_column = "hour_start_s";
   std::string column;                   // --column NAME
   std::vector<std::string> where;       // --where COL=VALUE, repeatable.
   bool fill_gaps = false;
   std::string start;                    // --start "YYYY-MM-DD HH:MM": wallclock of the first row.
+  // Online only: which of the ledger's series.
+  std::string resource = "gpu";         // --resource
+  std::string metric = "demand";        // --metric demand|used|queued|borrowed|lent
 };
 
 // Adds --input, --time-column, --column, --where, --fill-gaps, --start.
 void AddSeriesInputOptions(CLI::App* sub, SeriesInput* input);
+// Adds --metric and, when `with_resource`, --resource (online mode), and lets
+// --server/--timeout after the subcommand fall through to the top-level app.
+void AddOnlineSeriesOptions(CLI::App* sub, SeriesInput* input, bool with_resource);
+// True when the command reads the ledger: a TEAM and no --input.
+bool IsOnline(const SeriesInput& input);
+// INVALID_ARGUMENT when a file-only flag is given without --input.
+absl::Status CheckOnlineFlags(const SeriesInput& input);
+// The ledger series the flags select; call after CheckOnlineFlags passed.
+v1::SeriesSelector SelectorOf(const SeriesInput& input);
 
 struct LoadedSeries {
   forecast::CsvSeries csv;
@@ -61,9 +81,9 @@ struct LoadedSeries {
   std::optional<absl::CivilHour> start;
 };
 
-// Reads and checks the series (INVALID_ARGUMENT / NOT_FOUND with
-// "FILE:LINE: FIELD: reason"). `command` names the subcommand in messages
-// about the missing online mode.
+// Reads and checks the series from --input (INVALID_ARGUMENT / NOT_FOUND with
+// "FILE:LINE: FIELD: reason"); offline only (IsOnline is false). `command`
+// names the subcommand.
 absl::StatusOr<LoadedSeries> LoadSeries(const SeriesInput& input, const std::string& command);
 
 // "168", "168h", "7d", "2w" -> hours. INVALID_ARGUMENT naming --horizon.
@@ -81,7 +101,8 @@ absl::Status WritePlot(const std::string& path, const std::string& title,
 
 struct ForecastCommandOptions {
   SeriesInput series;
-  std::string horizon;                  // required with --input.
+  ClientOptions client;                 // online: --server, --timeout.
+  std::string horizon;                  // required with --input; online default 168.
   std::string model = "auto";
   std::string output = "json";          // json | table
   std::string plot;                     // SVG path; empty = none.

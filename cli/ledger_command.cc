@@ -1,11 +1,26 @@
 #include "cli/ledger_command.h"
 
+#include <fcntl.h>
+#include <sys/file.h>
+#include <unistd.h>
+
+#include <cmath>
 #include <filesystem>
+#include <fstream>
+#include <map>
 #include <memory>
+#include <set>
+#include <sstream>
 
 #include "CLI/CLI.hpp"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/time/civil_time.h"
+#include "absl/time/time.h"
 #include "broker/service/verify.h"
 #include "cli/exit_codes.h"
+#include "forecast/csv_series.h"
 #include "nlohmann/json.hpp"
 
 namespace tidegate::cli {
@@ -51,6 +66,232 @@ int RunVerify(const VerifyOptions& o, const Io& io) {
   return report->problems.empty() ? kExitOk : kExitCheckFailed;
 }
 
+// ---------------------------------------------------------------- import-usage
+
+struct ImportOptions {
+  std::string db;
+  std::string csv;
+  std::string team_column = "team";
+  std::string team;                         // every row's team, or a filter.
+  std::string time_column = "hour_start_s";
+  std::string wallclock_column = "wallclock";
+  std::string column;                       // -> used
+  std::string queued_column;                // -> queued
+  std::string resource = "gpu";
+};
+
+// Holds FILE.lock like tidegated does (broker/service/server.cc), so an import
+// and a broker never write the same ledger. Released on destruction.
+class LedgerLock {
+ public:
+  explicit LedgerLock(const std::string& db) : path_(db + ".lock") {
+    fd_ = open(path_.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    held_ = fd_ >= 0 && flock(fd_, LOCK_EX | LOCK_NB) == 0;
+  }
+  ~LedgerLock() {
+    if (fd_ >= 0) close(fd_);  // releases the flock.
+  }
+  bool held() const { return held_; }
+  bool opened() const { return fd_ >= 0; }
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+  int fd_ = -1;
+  bool held_ = false;
+};
+
+struct ParsedUsage {
+  std::vector<ledger::UsageRow> rows;
+  bool from_wallclock = false;
+};
+
+std::string HourText(int64_t ms) {
+  return absl::FormatTime("%Y-%m-%d %H:%M", absl::FromUnixMillis(ms), absl::UTCTimeZone());
+}
+
+// Reads the CSV into usage rows (resource-seconds per hour). Errors read
+// "FILE:LINE: FIELD: reason".
+absl::StatusOr<ParsedUsage> ParseUsageCsv(const std::string& text, const ImportOptions& o) {
+  std::istringstream in(text);
+  std::string line;
+  int line_no = 0;
+  std::vector<std::string> header;
+  while (header.empty() && std::getline(in, line)) {
+    ++line_no;
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    if (!line.empty()) header = forecast::SplitCsvLine(line);
+  }
+  if (header.empty()) return absl::InvalidArgumentError(absl::StrCat(o.csv, ": no header row"));
+  auto find = [&](const std::string& name) -> int {
+    for (size_t i = 0; i < header.size(); ++i) {
+      if (header[i] == name) return static_cast<int>(i);
+    }
+    return -1;
+  };
+  std::string columns;
+  for (const std::string& h : header) absl::StrAppend(&columns, columns.empty() ? "" : ", ", h);
+  auto missing = [&](const std::string& name) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(o.csv, ":1: ", name, ": no such column (columns: ", columns, ")"));
+  };
+  const int value_col = find(o.column);
+  if (value_col < 0) return missing(o.column);
+  const int queued_col = o.queued_column.empty() ? -1 : find(o.queued_column);
+  if (!o.queued_column.empty() && queued_col < 0) return missing(o.queued_column);
+  const int team_col = find(o.team_column);
+  if (team_col < 0 && o.team.empty()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        o.csv, ":1: ", o.team_column, ": no such column; name the team with --team T"));
+  }
+  ParsedUsage out;
+  const int wall_col = o.wallclock_column.empty() ? -1 : find(o.wallclock_column);
+  out.from_wallclock = wall_col >= 0;
+  const int time_col = find(o.time_column);
+  if (!out.from_wallclock && time_col < 0) return missing(o.time_column);
+
+  std::set<std::pair<std::string, int64_t>> seen;
+  while (std::getline(in, line)) {
+    ++line_no;
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    if (line.empty()) continue;
+    const std::vector<std::string> cells = forecast::SplitCsvLine(line);
+    if (cells.size() != header.size()) {
+      return absl::InvalidArgumentError(absl::StrCat(o.csv, ":", line_no, ": expected ",
+                                                     header.size(), " columns, got ", cells.size()));
+    }
+    const std::string team = team_col >= 0 ? cells[team_col] : o.team;
+    if (!o.team.empty() && team != o.team) continue;
+    if (team.empty()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(o.csv, ":", line_no, ": ", o.team_column, ": empty team"));
+    }
+    int64_t hour_ms = 0;
+    if (out.from_wallclock) {
+      std::string t = cells[wall_col];
+      for (char& c : t) {
+        if (c == ' ') c = 'T';
+      }
+      absl::CivilMinute minute;
+      if (!absl::ParseCivilTime(t, &minute) || minute.minute() != 0) {
+        return absl::InvalidArgumentError(absl::StrCat(o.csv, ":", line_no, ": ", o.wallclock_column,
+                                                       ": \"", cells[wall_col],
+                                                       "\" is not an hour like 2020-05-01 13:00"));
+      }
+      hour_ms = absl::ToUnixMillis(absl::FromCivil(minute, absl::UTCTimeZone()));
+    } else {
+      int64_t seconds = 0;
+      if (!absl::SimpleAtoi(cells[time_col], &seconds) || seconds % 3600 != 0) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            o.csv, ":", line_no, ": ", o.time_column, ": \"", cells[time_col],
+            "\" is not the start of an hour in Unix seconds"));
+      }
+      hour_ms = seconds * 1000;
+    }
+    auto number = [&](int col, const std::string& name) -> absl::StatusOr<double> {
+      double v = 0;
+      if (!absl::SimpleAtod(cells[col], &v) || !std::isfinite(v)) {
+        return absl::InvalidArgumentError(absl::StrCat(o.csv, ":", line_no, ": ", name, ": \"",
+                                                       cells[col], "\" is not a number"));
+      }
+      if (v < 0) {
+        return absl::InvalidArgumentError(
+            absl::StrCat(o.csv, ":", line_no, ": ", name, ": ", cells[col], " is negative"));
+      }
+      return v;
+    };
+    absl::StatusOr<double> used = number(value_col, o.column);
+    if (!used.ok()) return used.status();
+    double queued = 0;
+    if (queued_col >= 0) {
+      absl::StatusOr<double> q = number(queued_col, o.queued_column);
+      if (!q.ok()) return q.status();
+      queued = *q;
+    }
+    if (!seen.insert({team, hour_ms}).second) {
+      return absl::InvalidArgumentError(absl::StrCat(o.csv, ":", line_no, ": team ", team,
+                                                     " has a second row for ", HourText(hour_ms)));
+    }
+    // The ledger keeps resource-seconds per hour: a mean of G GPUs is G × 3600.
+    out.rows.push_back(ledger::UsageRow{team, o.resource, hour_ms, *used * 3600, 0, 0, queued * 3600});
+  }
+  if (out.rows.empty()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        o.csv, ": no rows", o.team.empty() ? "" : absl::StrCat(" for team ", o.team)));
+  }
+  return out;
+}
+
+int RunImportUsage(const ImportOptions& o, const Io& io) {
+  std::ostream& err = *io.err;
+  const std::string prefix = "tidegate: ledger import-usage: ";
+  std::ifstream file(o.csv, std::ios::binary);
+  if (!file) {
+    err << prefix << o.csv << ": cannot open the file\n";
+    return kExitBadInput;
+  }
+  std::stringstream text;
+  text << file.rdbuf();
+  absl::StatusOr<ParsedUsage> parsed = ParseUsageCsv(text.str(), o);
+  if (!parsed.ok()) {
+    err << prefix << parsed.status().message() << "\n";
+    return kExitBadInput;
+  }
+  LedgerLock lock(o.db);
+  if (!lock.opened()) {
+    err << prefix << lock.path() << ": cannot create the lock file (does the directory exist?)\n";
+    return kExitBadInput;
+  }
+  if (!lock.held()) {
+    err << prefix << o.db << " is in use by a running tidegated (lock " << lock.path()
+        << "); stop the broker, import, then start it again\n";
+    return kExitConflict;
+  }
+  auto store = ledger::OpenSqliteStore(o.db, ledger::SqliteOptions{});
+  if (!store.ok()) {
+    err << prefix << store.status().message() << "\n";
+    return kExitBadInput;
+  }
+  // Rows with the same key add up in the ledger: importing an hour twice
+  // would double it, so hours the ledger already has are refused.
+  std::map<std::string, std::set<int64_t>> by_team;
+  for (const ledger::UsageRow& r : parsed->rows) by_team[r.team].insert(r.hour_start_ms);
+  for (const auto& [team, hours] : by_team) {
+    auto existing = (*store)->Usage(team, *hours.begin());
+    if (!existing.ok()) {
+      err << prefix << existing.status().message() << "\n";
+      return kExitServerError;
+    }
+    for (const ledger::UsageRow& r : *existing) {
+      if (r.resource == o.resource && hours.count(r.hour_start_ms)) {
+        err << prefix << o.db << " already has " << o.resource << " usage of team " << team
+            << " at " << HourText(r.hour_start_ms)
+            << " UTC; importing would add to it (import each hour once)\n";
+        return kExitConflict;
+      }
+    }
+  }
+  ledger::Batch batch;
+  batch.usage = parsed->rows;
+  if (absl::Status st = (*store)->Commit(batch); !st.ok()) {
+    err << prefix << st.message() << "\n";
+    return kExitServerError;
+  }
+  int64_t first = parsed->rows.front().hour_start_ms, last = first;
+  for (const ledger::UsageRow& r : parsed->rows) {
+    first = std::min(first, r.hour_start_ms);
+    last = std::max(last, r.hour_start_ms);
+  }
+  *io.out << "imported " << parsed->rows.size() << " hourly " << o.resource << " rows of "
+          << by_team.size() << " team" << (by_team.size() == 1 ? "" : "s") << " into " << o.db
+          << ": " << HourText(first) << " to " << HourText(last) << " UTC (hours from "
+          << (parsed->from_wallclock ? "the " + o.wallclock_column + " column"
+                                     : o.time_column + " as Unix seconds")
+          << ")\n";
+  io.out->flush();
+  return kExitOk;
+}
+
 }  // namespace
 
 void AddLedgerCommand(CLI::App& app, const Io& io, int* exit_code) {
@@ -65,6 +306,35 @@ void AddLedgerCommand(CLI::App& app, const Io& io, int* exit_code) {
       ->check(CLI::IsMember({"table", "json"}))
       ->capture_default_str();
   verify->callback([options, &io, exit_code] { *exit_code = RunVerify(*options, io); });
+
+  auto import = std::make_shared<ImportOptions>();
+  CLI::App* imp = ledger->add_subcommand(
+      "import-usage",
+      "write hourly usage from a CSV (an accounting export) into a ledger no broker holds,\n"
+      "so forecasts have history from the start (exit 0 imported, 2 bad file, 4 ledger in\n"
+      "use by a broker or already has those hours)");
+  imp->add_option("--db", import->db, "the SQLite ledger file (created if missing)")->required();
+  imp->add_option("CSV", import->csv, "hourly usage, one row per team and hour, with a header")
+      ->required();
+  imp->add_option("--column", import->column,
+                  "column of GPUs (resource units) used, averaged over the hour")
+      ->required();
+  imp->add_option("--queued-column", import->queued_column,
+                  "column of GPUs wanted but waiting (optional); demand = used + queued");
+  imp->add_option("--team-column", import->team_column, "column of team names")
+      ->capture_default_str();
+  imp->add_option("--team", import->team,
+                  "the team of every row (a file without a team column), or only this team's rows");
+  imp->add_option("--time-column", import->time_column,
+                  "column of hour starts in Unix seconds, used when there is no wallclock column")
+      ->capture_default_str();
+  imp->add_option("--wallclock-column", import->wallclock_column,
+                  "column of hours as \"YYYY-MM-DD HH:MM\" UTC, preferred when present "
+                  "(\"\" to ignore it)")
+      ->capture_default_str();
+  imp->add_option("--resource", import->resource, "the resource the usage is of")
+      ->capture_default_str();
+  imp->callback([import, &io, exit_code] { *exit_code = RunImportUsage(*import, io); });
 }
 
 }  // namespace tidegate::cli

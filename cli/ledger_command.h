@@ -4,6 +4,20 @@
 //
 // Exit: 0 consistent; 1 differences found (listed); 2 the file cannot be
 // opened or is not a Tidegate ledger.
+//
+// `tidegate ledger import-usage --db FILE CSV --column NAME [--queued-column
+// NAME] [--team-column team | --team T] [--wallclock-column wallclock]
+// [--time-column hour_start_s] [--resource gpu]` (issue 6): writes hourly
+// usage rows (ledger/store.h UsageRow: GPUs × 3600 resource-seconds) from an
+// accounting export into a ledger, in one transaction, so that ForecastService
+// has history before the broker has run for weeks. Hours come from the
+// wallclock column (UTC) when the file has one, else from the time column as
+// Unix seconds. Offline: it takes FILE.lock like tidegated and refuses a
+// ledger a broker holds; it refuses hours the ledger already has for a team
+// (rows add up, so a second import would double them).
+//
+// Exit: 0 imported; 2 bad file ("FILE:LINE: COLUMN: reason"); 4 the ledger is
+// in use by a broker, or already has some of the hours; 6 the write failed.
 #ifndef TIDEGATE_CLI_LEDGER_COMMAND_H_
 #define TIDEGATE_CLI_LEDGER_COMMAND_H_
 

@@ -12,6 +12,7 @@
 #include "absl/strings/str_format.h"
 #include "broker/sim/json_writer.h"
 #include "cli/exit_codes.h"
+#include "cli/forecast_online.h"
 #include "cli/text_table.h"
 #include "forecast/forecaster.h"
 #include "yaml-cpp/yaml.h"
@@ -132,16 +133,31 @@ class PricesReader {
 double Round2(double v) { return std::round(v * 100) / 100; }
 double Round4(double v) { return std::round(v * 10000) / 10000; }
 
-std::string PlanJson(const ReserveOptions& options, const forecast::ForecastResult& forecast,
-                     const ReservationPrices& prices, const ReservationPlan& plan, int horizon) {
+// What a plan was sized on, for reports: the same for a file and the ledger.
+struct PlanSource {
+  std::string input;    // the file, or "ledger".
+  std::string team;     // online only.
+  std::string column;   // the column, or the ledger metric.
+  std::string model;
+  double mase = 0, pinball = 0;
+};
+
+PlanSource SourceOf(const ReserveOptions& options, const forecast::ForecastResult& forecast) {
+  return PlanSource{options.series.input, "", options.series.column, forecast.model.Name(),
+                    forecast.Chosen().mase, forecast.Chosen().pinball};
+}
+
+std::string PlanJson(const PlanSource& source, const ReservationPrices& prices,
+                     const ReservationPlan& plan, int horizon) {
   sim::JsonWriter w;
   w.BeginObject();
-  w.Key("input").String(options.series.input);
-  w.Key("column").String(options.series.column);
-  w.Key("model").String(forecast.model.Name());
+  w.Key("input").String(source.input);
+  if (!source.team.empty()) w.Key("team").String(source.team);
+  w.Key("column").String(source.column);
+  w.Key("model").String(source.model);
   w.Key("backtest").BeginObject()
-      .Key("mase").Double(forecast.Chosen().mase)
-      .Key("pinball").Double(forecast.Chosen().pinball)
+      .Key("mase").Double(source.mase)
+      .Key("pinball").Double(source.pinball)
       .EndObject();
   w.Key("horizon_hours").Int(horizon);
   w.Key("term_hours").Double(prices.term_hours);
@@ -166,12 +182,16 @@ std::string PlanJson(const ReserveOptions& options, const forecast::ForecastResu
   return w.Take();
 }
 
-void PrintPlan(const ReserveOptions& options, const forecast::ForecastResult& forecast,
-               const ReservationPrices& prices, const ReservationPlan& plan, int horizon,
-               std::ostream& out) {
-  out << options.series.input << ": " << options.series.column << ", forecast "
-      << forecast.model.Name() << absl::StrFormat(" (backtest MASE %.3f)", forecast.Chosen().mase)
-      << " over " << horizon << " hours\n";
+void PrintPlan(const PlanSource& source, const ReservationPrices& prices,
+               const ReservationPlan& plan, int horizon, std::ostream& out) {
+  if (source.team.empty()) {
+    out << source.input << ": ";
+  } else {
+    out << "team " << source.team << " (ledger): ";
+  }
+  out << source.column << ", forecast " << source.model
+      << absl::StrFormat(" (backtest MASE %.3f)", source.mase) << " over " << horizon
+      << " hours\n";
   out << "reserve " << plan.reserved_gpus << " GPUs for "
       << absl::StrFormat("%.0f", prices.term_hours) << " hours: P(demand > reserved) = "
       << absl::StrFormat("%.3f", plan.p_demand_above) << " (reserved/on-demand price "
@@ -196,6 +216,68 @@ void PrintPlan(const ReserveOptions& options, const forecast::ForecastResult& fo
   out << "\nover the term: " << absl::StrFormat("%.0f", plan.cost * prices.term_hours)
       << " against " << absl::StrFormat("%.0f", plan.cost_all_on_demand * prices.term_hours)
       << " all on-demand\n";
+}
+
+v1::ReservationPrices ToProto(const ReservationPrices& p) {
+  v1::ReservationPrices out;
+  out.mutable_reserved()->set_price(p.reserved);
+  out.mutable_reserved()->set_term_hours(p.term_hours);
+  out.mutable_on_demand()->set_price(p.on_demand);
+  if (p.spot) {
+    out.mutable_spot()->set_price(p.spot->price);
+    out.mutable_spot()->set_interruption_rate(p.spot->interruption_rate);
+  }
+  out.set_preemptible_share(p.preemptible_share);
+  return out;
+}
+
+int RunReserveOnline(const ReserveOptions& options, const ReservationPrices& prices, int horizon,
+                     const Io& io) {
+  std::ostream& err = *io.err;
+  if (absl::Status st = CheckOnlineFlags(options.series); !st.ok()) {
+    err << "tidegate reserve: " << st.message() << "\n";
+    return kExitBadInput;
+  }
+  v1::RecommendReservationsRequest request;
+  *request.mutable_series() = SelectorOf(options.series);
+  *request.mutable_prices() = ToProto(prices);
+  request.set_horizon_hours(horizon);
+  request.set_model(options.model);
+  v1::RecommendReservationsResponse r;
+  const int code = CallForecastService(
+      options.client, io, [&](v1::ForecastService::Stub& stub, grpc::ClientContext* ctx) {
+        return stub.RecommendReservations(ctx, request, &r);
+      });
+  if (code != kExitOk) return code;
+  ReservationPlan plan;
+  plan.reserved_gpus = r.reserved_gpus();
+  plan.critical_ratio = r.critical_ratio();
+  plan.p_demand_above = r.p_demand_above_reserved();
+  plan.demand = r.demand_gpus();
+  plan.reserved_used = r.reserved_used_gpus();
+  plan.on_demand = r.on_demand_gpus();
+  plan.spot = r.spot_gpus();
+  plan.cost = r.cost();
+  plan.cost_all_on_demand = r.cost_all_on_demand();
+  plan.utilisation = r.utilisation();
+  const PlanSource source{"ledger", r.team(), MetricName(r.forecast().metric()),
+                          r.forecast().model(), r.forecast().backtest().mase(),
+                          r.forecast().backtest().pinball()};
+  if (!options.plot.empty()) {
+    if (absl::Status st = WriteOnlinePlot(options.plot, r.forecast(),
+                                          static_cast<double>(r.reserved_gpus()));
+        !st.ok()) {
+      err << "tidegate reserve: " << st.message() << "\n";
+      return kExitBadInput;
+    }
+  }
+  if (options.output == "table") {
+    PrintPlan(source, prices, plan, r.horizon_hours(), *io.out);
+  } else {
+    *io.out << PlanJson(source, prices, plan, r.horizon_hours()) << "\n";
+  }
+  io.out->flush();
+  return kExitOk;
 }
 
 }  // namespace
@@ -227,14 +309,15 @@ int RunReserve(const ReserveOptions& options, const Io& io) {
         << "\n";
     return kExitBadInput;
   }
-  absl::StatusOr<LoadedSeries> series = LoadSeries(options.series, "reserve");
-  if (!series.ok()) {
-    err << "tidegate reserve: " << series.status().message() << "\n";
-    return kExitBadInput;
-  }
   absl::StatusOr<int> horizon = ParseHorizon(options.horizon);
   if (!horizon.ok()) {
     err << "tidegate reserve: " << horizon.status().message() << "\n";
+    return kExitBadInput;
+  }
+  if (IsOnline(options.series)) return RunReserveOnline(options, *prices, *horizon, io);
+  absl::StatusOr<LoadedSeries> series = LoadSeries(options.series, "reserve");
+  if (!series.ok()) {
+    err << "tidegate reserve: " << series.status().message() << "\n";
     return kExitBadInput;
   }
   absl::StatusOr<forecast::ForecastResult> result = RunForecastModel(
@@ -261,9 +344,9 @@ int RunReserve(const ReserveOptions& options, const Io& io) {
     }
   }
   if (options.output == "table") {
-    PrintPlan(options, *result, *prices, *plan, *horizon, *io.out);
+    PrintPlan(SourceOf(options, *result), *prices, *plan, *horizon, *io.out);
   } else {
-    *io.out << PlanJson(options, *result, *prices, *plan, *horizon) << "\n";
+    *io.out << PlanJson(SourceOf(options, *result), *prices, *plan, *horizon) << "\n";
   }
   io.out->flush();
   return kExitOk;
@@ -274,12 +357,13 @@ void AddReserveCommand(CLI::App& app, const Io& io, int* exit_code) {
   CLI::App* sub = app.add_subcommand(
       "reserve", "Size a GPU reservation from a demand forecast and reserved/on-demand/spot prices");
   sub->add_option("TEAM", options->series.team,
-                  "Team whose ledger usage to size for (needs ForecastService; not available "
-                  "yet), or the team's rows in --input");
+                  "Team whose usage in the broker's ledger to size for (ForecastService), or "
+                  "the team's rows in --input");
   sub->add_option("--prices", options->prices_path,
                   "Prices YAML: reserved {price, term}, on_demand {price}, spot {price, "
                   "interruption_rate}, preemptible_share");
   AddSeriesInputOptions(sub, &options->series);
+  AddOnlineSeriesOptions(sub, &options->series, /*with_resource=*/true);
   sub->add_option("--horizon", options->horizon,
                   "Hours of forecast demand to size over (default 168; 7d, 2w accepted)");
   sub->add_option("--model", options->model, "auto (default) or one model name");
@@ -288,8 +372,11 @@ void AddReserveCommand(CLI::App& app, const Io& io, int* exit_code) {
   sub->add_option("--plot", options->plot, "Also write an SVG chart with the reserved level");
   sub->add_flag("--progress", options->progress,
                 "Print progress on stderr even when it is not a terminal");
-  sub->footer(kExitCodesHelp);
-  sub->callback([options, io, exit_code] { *exit_code = RunReserve(*options, io); });
+  sub->footer(ForecastCommandFooter());
+  sub->callback([options, io, exit_code, sub] {
+    options->client = ForecastClientOptions(sub);
+    *exit_code = RunReserve(*options, io);
+  });
 }
 
 }  // namespace tidegate::cli

@@ -14,9 +14,15 @@
 // per hour on each kind ("per_hour"), expected cost per hour and over the
 // term against all on-demand, and "utilisation" of the reservation.
 //
+// `tidegate reserve --prices PRICES.yaml TEAM [--resource gpu] [--metric
+// demand]` (no --input) sizes it on the team's usage in the broker's ledger
+// through ForecastService: the same JSON keys, with "input":"ledger" and
+// "team".
+//
 // Exit: 0 ok; 2 bad input (everything `tidegate forecast` rejects, plus a
 // prices file that is unreadable, has an unknown key, a missing or negative
-// price: "prices.yaml:2: reserved.price: -1 is negative").
+// price: "prices.yaml:2: reserved.price: -1 is negative"). Online also 3 no
+// such team, 4 too little history, 5 broker unavailable, 6 other.
 #ifndef TIDEGATE_CLI_RESERVE_COMMAND_H_
 #define TIDEGATE_CLI_RESERVE_COMMAND_H_
 
@@ -36,6 +42,7 @@ namespace tidegate::cli {
 struct ReserveOptions {
   std::string prices_path;
   SeriesInput series;
+  ClientOptions client;  // online: --server, --timeout.
   std::string horizon = "168";
   std::string model = "auto";
   std::string output = "json";  // json | table

@@ -7,6 +7,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/time/civil_time.h"
 #include "cli/exit_codes.h"
+#include "cli/forecast_online.h"
 #include "forecast/tide.h"
 
 namespace tidegate::cli {
@@ -30,6 +31,29 @@ std::string Format(absl::CivilHour h) {
   return absl::StrFormat("%04d-%02d-%02d %02d:00", h.year(), h.month(), h.day(), h.hour());
 }
 
+int RunTideOnline(const TideProposeOptions& options, const SeriesInput& input, const Io& io) {
+  if (absl::Status st = CheckOnlineFlags(input); !st.ok()) {
+    *io.err << "tidegate tide propose: " << st.message() << "\n";
+    return kExitBadInput;
+  }
+  v1::ProposeTideRequest request;
+  SeriesInput selected = input;
+  selected.resource = options.resource;
+  *request.mutable_series() = SelectorOf(selected);
+  request.set_max_windows(options.max_windows);
+  request.set_quantile(options.quantile);
+  request.set_timezone(options.timezone);
+  v1::ProposeTideResponse response;
+  const int code = CallForecastService(
+      options.client, io, [&](v1::ForecastService::Stub& stub, grpc::ClientContext* ctx) {
+        return stub.ProposeTide(ctx, request, &response);
+      });
+  if (code != kExitOk) return code;
+  *io.out << response.yaml();
+  io.out->flush();
+  return kExitOk;
+}
+
 }  // namespace
 
 int RunTidePropose(const TideProposeOptions& options, const Io& io) {
@@ -47,6 +71,7 @@ int RunTidePropose(const TideProposeOptions& options, const Io& io) {
     err << "tidegate tide propose: --team T is required (the team the rules are for)\n";
     return kExitBadInput;
   }
+  if (IsOnline(input)) return RunTideOnline(options, input, io);
   absl::StatusOr<LoadedSeries> series = LoadSeries(input, "tide propose");
   if (!series.ok()) {
     err << "tidegate tide propose: " << series.status().message() << "\n";
@@ -113,6 +138,7 @@ void AddTideProposeCommand(CLI::App& app, const Io& io, int* exit_code) {
   sub->add_option("TEAM", options->series.team, "The team the rules are for (or --team)");
   sub->add_option("--team", options->team_flag, "The team the rules are for");
   AddSeriesInputOptions(sub, &options->series);
+  AddOnlineSeriesOptions(sub, &options->series, /*with_resource=*/false);
   sub->add_option("--max-windows", options->max_windows, "At most this many rules (default 4)")
       ->check(CLI::Range(1, 12));
   sub->add_option("--quantile", options->quantile,
@@ -120,9 +146,13 @@ void AddTideProposeCommand(CLI::App& app, const Io& io, int* exit_code) {
       ->check(CLI::Range(0.01, 0.99));
   sub->add_option("--timezone", options->timezone,
                   "IANA time zone the data's hours are in, written into the rules (default UTC)");
-  sub->add_option("--resource", options->resource, "Quota resource name (default gpu)");
-  sub->footer(kExitCodesHelp);
-  sub->callback([options, io, exit_code] { *exit_code = RunTidePropose(*options, io); });
+  sub->add_option("--resource", options->resource,
+                  "Quota resource name (default gpu); online, also the ledger's resource");
+  sub->footer(ForecastCommandFooter());
+  sub->callback([options, io, exit_code, sub] {
+    options->client = ForecastClientOptions(sub);
+    *exit_code = RunTidePropose(*options, io);
+  });
 }
 
 }  // namespace tidegate::cli

@@ -9,8 +9,13 @@
 // --start, else the file's `wallclock` column, else the time column read as
 // Unix seconds; they are taken to be in --timezone (default UTC).
 //
+// `tidegate tide propose TEAM` (no --input) proposes them from the team's
+// usage in the broker's ledger through ForecastService; the ledger's hours are
+// UTC and are placed in the week in --timezone.
+//
 // Exit: 0 ok; 2 bad input (as `tidegate forecast`, plus fewer than two weeks
-// of data, no way to place hours in the week, no team name).
+// of data, no way to place hours in the week, no team name). Online also 3
+// no such team, 4 fewer than two weeks in the ledger, 5 broker unavailable.
 #ifndef TIDEGATE_CLI_TIDE_PROPOSE_COMMAND_H_
 #define TIDEGATE_CLI_TIDE_PROPOSE_COMMAND_H_
 
@@ -27,6 +32,7 @@ namespace tidegate::cli {
 
 struct TideProposeOptions {
   SeriesInput series;
+  ClientOptions client;           // online: --server, --timeout.
   std::string team_flag;          // --team T (the same as the positional TEAM).
   int max_windows = 4;
   double quantile = 0.9;
