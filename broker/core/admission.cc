@@ -201,6 +201,7 @@ void Admission::Finish(const std::string& id) {
   e.team = s_.node(job.team).name;
   Emit(std::move(e));
   s_.DropJob(j);
+  ResolveDeferred();  // a shrink it owed: the waiter is tested now it is gone.
 }
 
 void Admission::Checkpoint(const std::string& id) {
@@ -298,6 +299,7 @@ bool Admission::TimerLive(const Timer& timer) const {
   const Job& job = s_.job(timer.job);
   if (job.gen != timer.gen) return false;  // the slot was reused.
   if (job.resize_pending() && job.resize_deadline == timer.at) return true;
+  if (job.phase == Phase::kAdmitted && job.grow_backoff_until == timer.at) return true;
   if (job.phase == Phase::kDraining) return job.drain_deadline == timer.at;
   return job.phase == Phase::kQueued && job.requeued_at >= 0 &&
          job.requeued_at + s_.config().policy.requeue_backoff_s * kMillisPerSecond == timer.at;
@@ -338,9 +340,15 @@ void Admission::RunDue(Time now) {
         e.replicas = to;
         e.reason = "deadline";
         e.epoch = job.epoch;
+        const bool grow = !job.shrink_pending();
+        e.borrowed = BorrowedAt(timer.job, to);
         CompleteResize(timer.job, to);
-        e.borrowed = BorrowedPart(job, nullptr);
+        if (grow) BackOffGrowth(timer.job);
         Emit(std::move(e));
+        ResolveDeferred();
+      } else if (job.phase == Phase::kAdmitted && job.grow_backoff_until == timer.at) {
+        job.grow_backoff_until = -1;  // it may grow again.
+        s_.Changed();
       } else if (job.phase == Phase::kDraining) {
         Leave(timer.job, /*ended=*/false);
       } else {
@@ -659,7 +667,7 @@ void Admission::ChooseVictims(int j, const std::vector<Victim>& victims) {
       if (victim.resize_deadline <= s_.now()) shrunk_now.push_back(v.job);
       continue;
     }
-    CancelResize(v.job);  // an unacked grow is withdrawn first.
+    DropGrowRequest(v.job);
     victim.phase = Phase::kDraining;
     s_.UpdateGrowable(v.job);
     victim.drain_for = j;
@@ -684,6 +692,7 @@ void Admission::ChooseVictims(int j, const std::vector<Victim>& victims) {
   Emit(std::move(reclaim));
   s_.Changed();
   for (int v : shrunk_now) CompleteResize(v, s_.job(v).resize_to);
+  ResolveDeferred();
   for (int v : leaving_now) Leave(v, /*ended=*/false);
 }
 
@@ -723,6 +732,7 @@ void Admission::Leave(int v, bool ended) {
     s_.DropJob(v);
   } else {
     if (victim.elastic()) s_.SetReplicas(v, victim.elastic_min);  // back to its gang.
+    victim.grow_backoff_until = -1;
     victim.resize_from = -1;
     victim.resize_deadline = -1;
     victim.admitted_at = -1;

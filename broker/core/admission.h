@@ -92,8 +92,15 @@ class Admission {
   // The pending resize of j is over, j now runs `replicas`: capacity moves,
   // a shrink's freed part is held for the job that waits for it.
   void CompleteResize(int j, int64_t replicas);
-  // Withdraws j's pending resize (the job leaves or is evicted whole).
-  void CancelResize(int j);
+  // Forgets j's pending grow: the job is evicted whole with what it holds.
+  void DropGrowRequest(int j);
+  // Admits (or requeues) the waiting jobs whose last shrink CompleteResize
+  // just resolved; called after the records that made room for them.
+  void ResolveDeferred();
+  // A grow came back short or not at all: no growth for resize_timeout_s.
+  void BackOffGrowth(int j);
+  // The borrowed part of job j if it held `replicas` (state unchanged).
+  NamedQuantities BorrowedAt(int j, int64_t replicas);
   // The borrowed part of j at its current size, and whether it borrows.
   NamedQuantities BorrowedPart(const Job& job, std::vector<Quantity>* by_resource) const;
 
@@ -115,6 +122,7 @@ class Admission {
   State& s_;
   std::vector<int> submitted_;
   bool freed_ = false;  // a job left mid-pass: its capacity may fit jobs already passed.
+  std::vector<int> deferred_;  // waiting jobs whose victims are all resolved (CompleteResize).
 };
 
 }  // namespace tidegate::core

@@ -140,7 +140,8 @@ std::optional<TeamView> Broker::GetTeam(std::string_view name) const {
     if (auto next = NextTeamTideBoundary(team, s.now())) {
       v.next_tide_change = *next;
       v.next_tide_lead = *next - s.config().policy.tide_lead_s * kMillisPerSecond;
-      for (const auto& [res, q] : EffectiveConfig(one, *next).teams(0).quota()) v.next_tide_quota[res] = q;
+      const v1::Config next_cfg = EffectiveConfig(one, *next);
+      for (const auto& [res, q] : next_cfg.teams(0).quota()) v.next_tide_quota[res] = q;
     }
   }
   return v;

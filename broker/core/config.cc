@@ -78,6 +78,7 @@ absl::Status CompilePolicyOptions(const v1::Policy& in, PolicyOptions* out) {
   if (auto s = non_negative(opt(in.has_tick_s(), in.tick_s()), 10, "tick_s", &out->tick_s); !s.ok()) return s;
   if (auto s = non_negative(opt(in.has_requeue_backoff_s(), in.requeue_backoff_s()), 60, "requeue_backoff_s", &out->requeue_backoff_s); !s.ok()) return s;
   if (auto s = non_negative(opt(in.has_resize_timeout_s(), in.resize_timeout_s()), 60, "resize_timeout_s", &out->resize_timeout_s); !s.ok()) return s;
+  if (out->resize_timeout_s == 0) return Invalid("policy.resize_timeout_s: 0 must be > 0 (a grow needs time to be acked)");
   if (auto s = non_negative(opt(in.has_sim_ack_delay_s(), in.sim_ack_delay_s()), 0, "sim_ack_delay_s", &out->sim_ack_delay_s); !s.ok()) return s;
   const auto& st = in.fair_sharing_strategies();
   using v1::FAIR_SHARING_STRATEGY_LESS_THAN_INITIAL_SHARE;

@@ -160,7 +160,8 @@ std::vector<Victim> FairShareVictims(State& s, int j, ResourceMask contested) {
     k.outside_cluster = lacks_room && c.cluster != J.cluster;
     k.own_team = c.team == t;
     k.priority = c.priority;
-    k.not_shrinkable = true;
+    k.not_shrinkable = true;  // the fair-sharing search evicts whole jobs.
+    k.whole_part = true;
     k.lost_work = opt.least_lost_work ? LostWork(c, s.now()) : 0;
     k.neg_admitted_at = -c.admitted_at;
     k.id = &c.id;

@@ -23,7 +23,19 @@ NamedQuantities Admission::BorrowedPart(const Job& job, std::vector<Quantity>* b
   return named;
 }
 
+NamedQuantities Admission::BorrowedAt(int j, int64_t replicas) {
+  // Before the capacity a shrink frees is held for its waiter (which is
+  // charged to the same team until the waiter is admitted).
+  Job& job = s_.job(j);
+  const int64_t held = job.replicas;
+  s_.SetReplicas(j, replicas);
+  NamedQuantities out = BorrowedPart(job, nullptr);
+  s_.SetReplicas(j, held);
+  return out;
+}
+
 bool Admission::GrowFits(const Job& job) const {
+  if (job.grow_backoff_until > s_.now()) return false;
   std::vector<Quantity> avail;
   s_.Available(job.team, &avail);
   for (int r = 0; r < s_.R(); ++r) {
@@ -145,15 +157,11 @@ void Admission::RequestResize(int j, int64_t target, const std::string& reason, 
   e.epoch = job.epoch;
   e.deadline = job.resize_deadline;
   e.by = for_job >= 0 ? s_.job(for_job).id : by;
-  // Borrowed at the new size.
-  const int64_t held = job.replicas;
-  s_.SetReplicas(j, target);
-  std::vector<Quantity> borrowed;
-  e.borrowed = BorrowedPart(job, &borrowed);
-  s_.SetReplicas(j, held);
-  job.borrowing = std::any_of(borrowed.begin(), borrowed.end(), [](Quantity q) { return q > 0; });
+  e.borrowed = BorrowedAt(j, target);
+  job.borrowing = std::any_of(e.borrowed.begin(), e.borrowed.end(), [](const auto& b) { return b.second > 0; });
   Emit(std::move(e));
-  if (job.resize_deadline > s_.now()) s_.AddTimer(job.resize_deadline, j);
+  // Even at `now` (resize_timeout_s 0): the next Apply withdraws it.
+  s_.AddTimer(job.resize_deadline, j);
 }
 
 void Admission::CompleteResize(int j, int64_t replicas) {
@@ -167,6 +175,9 @@ void Admission::CompleteResize(int j, int64_t replicas) {
   s_.UpdateGrowable(j);
   s_.Changed();
   if (replicas < before) freed_ = true;
+  std::vector<Quantity> borrowed;
+  BorrowedPart(job, &borrowed);  // at the size it now runs, before any hold.
+  job.borrowing = std::any_of(borrowed.begin(), borrowed.end(), [](Quantity q) { return q > 0; });
   if (waiting >= 0) {
     // What the shrink freed is held for the job that waits for it (§4).
     Job& w = s_.job(waiting);
@@ -175,21 +186,32 @@ void Admission::CompleteResize(int j, int64_t replicas) {
     s_.AddUsage(job.team, job.cluster, freed, +1);
     w.holds.push_back({job.team, job.cluster, std::move(freed)});
     w.victims.erase(std::find(w.victims.begin(), w.victims.end(), j));
-    if (--w.victims_left == 0) ResolveWaiting(waiting);
+    // Resolved by the caller once its records are out (ResolveDeferred), so
+    // the waiter's admit follows the record of what made room for it.
+    if (--w.victims_left == 0) deferred_.push_back(waiting);
   }
 }
 
-void Admission::CancelResize(int j) {
+void Admission::ResolveDeferred() {
+  std::vector<int> due;
+  due.swap(deferred_);
+  for (int w : due) ResolveWaiting(w);
+}
+
+void Admission::BackOffGrowth(int j) {
   Job& job = s_.job(j);
-  if (!job.resize_pending()) return;
-  if (job.shrink_pending()) {
-    CompleteResize(j, job.resize_to);  // what was promised is given.
-    return;
-  }
-  const int64_t from = job.resize_from;
+  job.grow_backoff_until = s_.now() + s_.config().policy.resize_timeout_s * kMillisPerSecond;
+  if (job.grow_backoff_until > s_.now()) s_.AddTimer(job.grow_backoff_until, j);
+}
+
+void Admission::DropGrowRequest(int j) {
+  Job& job = s_.job(j);
+  if (!job.resize_pending() || job.shrink_pending()) return;
+  // The job leaves whole with what it holds, the reserved replicas too: all
+  // of it drains and is then held for the job that waits (an ack of the grow
+  // is now stale).
   job.resize_from = -1;
   job.resize_deadline = -1;
-  s_.SetReplicas(j, from);  // the grow is withdrawn.
   s_.UpdateGrowable(j);
 }
 
@@ -218,8 +240,15 @@ void Admission::AckResize(const v1::AckResize& ack) {
     return;
   }
   const int64_t asked = job.resize_to;
+  const bool short_grow = !job.shrink_pending() && ack.replicas() < asked;
+  const NamedQuantities borrowed = BorrowedAt(j, ack.replicas());
   CompleteResize(j, ack.replicas());
-  if (ack.replicas() != asked) {
+  if (short_grow) BackOffGrowth(j);
+  if (ack.replicas() == asked) {
+    ResolveDeferred();
+    return;
+  }
+  {
     // The framework re-formed at another size than asked: say so.
     Event e;
     e.type = EventType::kResize;
@@ -230,9 +259,10 @@ void Admission::AckResize(const v1::AckResize& ack) {
     e.replicas = ack.replicas();
     e.reason = "ack";
     e.epoch = job.epoch;
-    e.borrowed = BorrowedPart(job, nullptr);
+    e.borrowed = borrowed;
     Emit(std::move(e));
   }
+  ResolveDeferred();
 }
 
 }  // namespace tidegate::core

@@ -67,6 +67,8 @@ v1::CoreSnapshot Broker::Snapshot() const {
     js->set_resize_deadline_ms(job.resize_deadline);
     js->set_resize_reason(job.resize_reason);
     if (job.shrink_for >= 0) js->set_shrink_for(s.job(job.shrink_for).id);
+    js->set_grow_backoff_until_ms(job.grow_backoff_until);
+    js->set_parked(job.parked_stamp == s.change_stamp());
   }
   out.set_tide_lead_cursor_ms(s.tide().lead_cursor);
   out.set_tide_apply_cursor_ms(s.tide().apply_cursor);
@@ -104,6 +106,7 @@ absl::StatusOr<std::unique_ptr<Broker>> Broker::Restore(const v1::CoreSnapshot& 
       job.resize_to = js.resize_to();
       job.resize_deadline = js.resize_deadline_ms();
       job.resize_reason = js.resize_reason();
+      job.grow_backoff_until = js.grow_backoff_until_ms() == 0 ? -1 : js.grow_backoff_until_ms();
     }
     const int j = s.NewJob(std::move(job));
     if (s.job(j).elastic()) s.SetReplicas(j, js.replicas());  // not holding capacity yet.
@@ -149,6 +152,7 @@ absl::StatusOr<std::unique_ptr<Broker>> Broker::Restore(const v1::CoreSnapshot& 
       if (job.shrink_for < 0) return bad("job '", job.id, "' shrinks for unknown job '", js.shrink_for(), "'");
     }
     if (job.resize_pending() && job.resize_deadline >= 0) s.AddTimer(job.resize_deadline, j);
+    if (job.phase == Phase::kAdmitted && job.grow_backoff_until > s.now()) s.AddTimer(job.grow_backoff_until, j);
     if (job.phase == Phase::kDraining && job.drain_deadline >= 0) s.AddTimer(job.drain_deadline, j);
     if (job.phase == Phase::kQueued && job.requeued_at >= 0 && job.requeued_at + backoff > s.now()) {
       s.AddTimer(job.requeued_at + backoff, j);
@@ -157,6 +161,11 @@ absl::StatusOr<std::unique_ptr<Broker>> Broker::Restore(const v1::CoreSnapshot& 
   s.tide().lead_cursor = snap.tide_lead_cursor_ms();
   s.tide().apply_cursor = snap.tide_apply_cursor_ms();
   ResetTide(s);
+  // Jobs that were parked stay parked until the next change, as they would
+  // have in the original.
+  for (const v1::JobSnapshot& js : snap.jobs()) {
+    if (js.parked()) s.job(s.FindJob(js.spec().job())).parked_stamp = s.change_stamp();
+  }
   return std::unique_ptr<Broker>(new Broker(std::move(state)));
 }
 

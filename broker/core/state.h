@@ -81,6 +81,9 @@ struct Job {
   Time resize_deadline = -1;
   std::string resize_reason;
   int shrink_for = -1;          // the waiting job a pending shrink frees capacity for.
+  // A grow that was not acked, or acked short, is not retried before this
+  // (the framework could not form more replicas just now).
+  Time grow_backoff_until = -1;
   bool growable = false;        // in its team's growable set (State::UpdateGrowable).
 
   bool elastic() const { return elastic_max > 0; }

@@ -3,6 +3,7 @@
 // at the boundary, put the new quota in force.
 #include <algorithm>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
 #include "broker/core/admission.h"
 #include "broker/core/tide.h"
@@ -220,10 +221,16 @@ void Admission::TideReclaim(Time boundary, const CompiledConfig& coming) {
         k.not_draining = true;
         k.priority = c.priority;
         const bool least_lost_work = s_.config().policy.least_lost_work;
-        k.not_shrinkable = least_lost_work && !Shrinkable(c);
         k.lost_work = least_lost_work ? LostWork(c, s_.now()) : 0;
         k.neg_admitted_at = -c.admitted_at;
         k.id = &c.id;
+        if (Shrinkable(c)) {  // its replicas above min first, as in §3.
+          k.not_shrinkable = false;
+          k.whole_part = false;
+          cands.push_back({j, k});
+        }
+        k.not_shrinkable = least_lost_work;
+        k.whole_part = true;
         cands.push_back({j, k});
       }
     }
@@ -240,22 +247,26 @@ void Admission::TideReclaim(Time boundary, const CompiledConfig& coming) {
       return a;
     };
     bool fit = false;
+    absl::flat_hash_map<int, int64_t> taken;  // replicas removed so far, per job
     for (const Cand& c : cands) {
       if (fit) break;
       const Job& job = s_.job(c.job);
       if (u.WithinGuarantee(job.team)) continue;
-      int64_t left = job.replicas;
-      if (Shrinkable(job)) {
-        while (left > job.elastic_min && !fit && !u.WithinGuarantee(job.team)) {
+      int64_t& gone = taken[c.job];
+      if (!c.key.whole_part) {
+        while (job.replicas - gone > job.elastic_min && !fit && !u.WithinGuarantee(job.team)) {
           steps.push_back({c.job, 1, false});
           u.Add(job.team, amount(steps.back()), -1);
-          --left;
+          ++gone;
           fit = u.PathFits(static_cast<int>(t));
         }
-        if (fit || u.WithinGuarantee(job.team)) continue;
+        continue;
       }
+      const int64_t left = job.replicas - gone;
+      if (left <= 0) continue;
       steps.push_back({c.job, left, true});
       u.Add(job.team, amount(steps.back()), -1);
+      gone += left;
       fit = u.PathFits(static_cast<int>(t));
     }
     if (!fit) continue;  // no feasible state within reach: choose none.
@@ -288,10 +299,10 @@ void Admission::TideReclaim(Time boundary, const CompiledConfig& coming) {
       Job& victim = s_.job(j);
       if (shrink_to >= 0) {
         RequestResize(j, shrink_to, "tide", -1, by);
-        if (victim.resize_deadline <= s_.now()) CompleteResize(j, shrink_to);
+        if (victim.resize_deadline <= s_.now()) CompleteResize(j, shrink_to);  // no waiter: nothing deferred.
         continue;
       }
-      CancelResize(j);
+      DropGrowRequest(j);
       victim.phase = Phase::kDraining;
       s_.UpdateGrowable(j);
       victim.drain_for = -1;

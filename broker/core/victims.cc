@@ -85,6 +85,19 @@ class WhatIf {
   std::vector<Step> steps_;
 };
 
+// A shrinkable elastic job is two candidates: its replicas above min (a
+// shrink, ordered before whole evictions by key 5) and the rest of it (a
+// whole eviction, ordered by lost work like any other).
+void PushCandidate(const Job& job, Candidate cd, std::vector<Candidate>* out) {
+  if (Shrinkable(job)) {
+    Candidate shrink = cd;
+    shrink.key.not_shrinkable = false;
+    shrink.key.whole_part = false;
+    out->push_back(shrink);
+  }
+  out->push_back(cd);  // KeyFor made it a whole part.
+}
+
 bool ClusterLacksRoom(const State& s, const Job& j) {
   for (int r = 0; r < s.R(); ++r) {
     if ((j.requested >> r & 1) && j.demand[r] > std::max<Quantity>(0, s.free_capacity(j.cluster, r))) return true;
@@ -117,7 +130,8 @@ bool CandidateKey::operator<(const CandidateKey& o) const {
   if (not_shrinkable != o.not_shrinkable) return not_shrinkable < o.not_shrinkable;
   if (lost_work != o.lost_work) return lost_work < o.lost_work;
   if (neg_admitted_at != o.neg_admitted_at) return neg_admitted_at < o.neg_admitted_at;
-  return *id < *o.id;
+  if (*id != *o.id) return *id < *o.id;
+  return whole_part < o.whole_part;
 }
 
 u128 LostWork(const Job& job, Time now) {
@@ -147,7 +161,8 @@ CandidateKey KeyFor(const State& s, const Job& J, const Job& c, int list, bool l
   k.own_team = c.team == J.team;
   k.priority = c.priority;
   const bool least_lost_work = s.config().policy.least_lost_work;
-  k.not_shrinkable = least_lost_work && !Shrinkable(c);  // newest_first drops key 5.
+  k.not_shrinkable = least_lost_work;  // PushCandidate sets it per part; newest_first drops key 5.
+  k.whole_part = true;
   k.lost_work = least_lost_work ? LostWork(c, s.now()) : 0;
   k.neg_admitted_at = -c.admitted_at;
   k.id = &c.id;
@@ -183,7 +198,7 @@ void CollectSubtree(const State& s, const Job& J, int node, int meeting, int ski
           !hierarchy && (bwc == v1::BORROW_WITHIN_COHORT_POLICY_NEVER || cand.priority >= J.priority ||
                          (pol.max_priority && cand.priority > *pol.max_priority));
       cd.key = KeyFor(s, J, cand, hierarchy ? 0 : 1, lacks_room);
-      out->push_back(cd);
+      PushCandidate(cand, cd, out);
     }
   }
 }
@@ -225,7 +240,7 @@ std::vector<Victim> ClassicalVictims(State& s, int j, ResourceMask contested) {
       const Job& c = s.job(cj);
       if (!Eligible(s, c, contested) || !SameTeamAllowed(pol, J, c)) continue;
       Candidate cd{cj, -1, false, false, true, KeyFor(s, J, c, 2, lacks_room)};
-      cands.push_back(cd);
+      PushCandidate(c, cd, &cands);
     }
   }
 
@@ -292,30 +307,27 @@ std::vector<Victim> ClassicalVictims(State& s, int j, ResourceMask contested) {
       if (c.same_team) return false;
       return s.WithinGuarantee(s.job(c.job).team, contested) || BetweenWithinGuarantee(s, c, contested);
     };
+    absl::flat_hash_map<int, int64_t> taken;  // replicas removed so far in this pass, per job
     for (size_t i = 0; !fit; ++i) {
       const Candidate* c = sorted.At(i);
       if (!c) break;
       if (!c->same_team && c->reclaim_without_borrowing && allow_borrowing) continue;
       if (skip(*c)) continue;
       const Job& victim = s.job(c->job);
-      int64_t left = victim.replicas;
-      // An elastic candidate above its min is first offered as a shrink, one
-      // replica at a time.
-      bool skipped = false;
-      if (Shrinkable(victim)) {
-        while (left > victim.elastic_min && !fit) {
-          if (skip(*c)) {
-            skipped = true;
-            break;
-          }
+      int64_t& gone = taken[c->job];
+      if (!c->key.whole_part) {
+        // A shrink: one replica at a time, down to min (POLICY.md §3).
+        while (victim.replicas - gone > victim.elastic_min && !fit && !skip(*c)) {
           chosen.push_back({c->job, c->same_team, false, what_if.Remove(c->job, 1)});
-          --left;
+          ++gone;
           fit = s.Fits(J, !allow_borrowing);
         }
-        if (fit) break;
-        if (skipped || skip(*c)) continue;
+        continue;
       }
+      const int64_t left = victim.replicas - gone;
+      if (left <= 0) continue;
       chosen.push_back({c->job, c->same_team, true, what_if.Remove(c->job, left)});
+      gone += left;
       fit = s.Fits(J, !allow_borrowing);
     }
     if (!fit) continue;

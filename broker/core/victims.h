@@ -38,6 +38,7 @@ struct CandidateKey {
   u128 lost_work;  // key 5b, 0 with newest_first
   Time neg_admitted_at;  // key 6
   const std::string* id;  // key 7
+  bool whole_part;     // an elastic job's shrink part comes before its whole part.
   bool operator<(const CandidateKey& o) const;
 };
 
