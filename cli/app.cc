@@ -5,6 +5,7 @@
 #include "CLI/CLI.hpp"
 #include "cli/client.h"
 #include "cli/config_command.h"
+#include "cli/elastic_command.h"
 #include "cli/exit_codes.h"
 #include "cli/forecast_command.h"
 #include "cli/jobs_command.h"
@@ -34,6 +35,7 @@ int RunTidegate(int argc, const char* const* argv, const Io& io) {
   AddJobsCommands(app, io, client, &exit_code);
   AddQuotaCommands(app, io, client, &exit_code);
   AddConfigCommand(app, io, client, &exit_code);
+  AddElasticCommands(app, io, client, &exit_code);
   AddLedgerCommand(app, io, &exit_code);
   // Offline forecasts from CSV files (issue 6, docs/forecast.md).
   AddForecastCommand(app, io, &exit_code);

@@ -120,7 +120,8 @@ Client::Client(std::string server, std::chrono::seconds timeout)
       timeout_(timeout),
       channel_(grpc::CreateCustomChannel(server_, grpc::InsecureChannelCredentials(), ChannelArgs())),
       admission_(v1::AdmissionService::NewStub(channel_)),
-      quota_(v1::QuotaService::NewStub(channel_)) {}
+      quota_(v1::QuotaService::NewStub(channel_)),
+      elastic_(v1::ElasticService::NewStub(channel_)) {}
 
 absl::StatusOr<std::unique_ptr<Client>> Client::Create(const ClientOptions& options) {
   absl::StatusOr<int64_t> timeout_s = ParseDurationSeconds("--timeout", options.timeout);

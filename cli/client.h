@@ -82,6 +82,7 @@ class Client {
   const std::string& server() const { return server_; }
   v1::AdmissionService::Stub& admission() { return *admission_; }
   v1::QuotaService::Stub& quota() { return *quota_; }
+  v1::ElasticService::Stub& elastic() { return *elastic_; }
 
   // Sets the per-request deadline (--timeout) on a unary call's context.
   void SetDeadline(grpc::ClientContext* context) const;
@@ -97,6 +98,7 @@ class Client {
   std::shared_ptr<grpc::Channel> channel_;
   std::unique_ptr<v1::AdmissionService::Stub> admission_;
   std::unique_ptr<v1::QuotaService::Stub> quota_;
+  std::unique_ptr<v1::ElasticService::Stub> elastic_;
 };
 
 // The footer of every broker subcommand's --help: the global options and the

@@ -49,6 +49,22 @@ absl::StatusOr<v1::JobSpec> BuildJobSpec(const AdmitOptions& options) {
   spec.set_job(options.job);
   spec.set_team(options.team);
   spec.set_cluster(options.cluster);
+  if (!options.elastic.empty()) {
+    if (!options.replicas.empty()) return absl::InvalidArgumentError("--elastic and --replicas: give one, not both");
+    const size_t colon = options.elastic.find(':');
+    if (colon == std::string::npos) {
+      return absl::InvalidArgumentError(absl::StrCat("--elastic '", options.elastic, "': expected MIN:MAX, e.g. 2:8"));
+    }
+    absl::StatusOr<int64_t> lo = ParsePositiveInt("--elastic MIN", options.elastic.substr(0, colon));
+    if (!lo.ok()) return lo.status();
+    absl::StatusOr<int64_t> hi = ParsePositiveInt("--elastic MAX", options.elastic.substr(colon + 1));
+    if (!hi.ok()) return hi.status();
+    if (*hi < *lo) {
+      return absl::InvalidArgumentError(absl::StrCat("--elastic '", options.elastic, "': MAX is below MIN"));
+    }
+    spec.mutable_elastic()->set_min(*lo);
+    spec.mutable_elastic()->set_max(*hi);
+  }
   if (!options.replicas.empty()) {
     absl::StatusOr<int64_t> replicas = ParsePositiveInt("--replicas", options.replicas);
     if (!replicas.ok()) return replicas.status();
@@ -403,6 +419,9 @@ void AddJobsCommands(CLI::App& app, const Io& io, const ClientOptions& client, i
                     "The cluster it runs on (may be omitted when there is one)");
     sub->add_option("--replicas", options->replicas, "How many replicas (default 1)")
         ->type_name("N");
+    sub->add_option("--elastic", options->elastic,
+                    "An elastic job: admitted with MIN replicas, grows toward MAX (instead of --replicas)")
+        ->type_name("MIN:MAX");
     sub->add_option("--per-replica", options->per_replica,
                     "What one replica needs: NAME=COUNT[,NAME=COUNT...], e.g. gpu=8,cpu=4000")
         ->required()

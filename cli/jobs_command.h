@@ -1,7 +1,7 @@
 // The job subcommands (DESIGN.md §3, §7: AdmissionService), for team leads,
 // scripts and scheduler hooks:
 //
-//   tidegate admit --job ID --team T [--cluster C] [--replicas N]
+//   tidegate admit --job ID --team T [--cluster C] [--replicas N | --elastic MIN:MAX]
 //                  --per-replica gpu=8[,cpu=4000] [--priority P] [--grace-s S]
 //                  [--label K=V]... [--wait [--wait-timeout D]] [-o table|json]
 //   tidegate release ID [-o table|json]
@@ -49,6 +49,7 @@ struct AdmitOptions {
   std::string team;
   std::string cluster;                 // empty = the broker's default.
   std::string replicas;                // empty = the broker's default (1).
+  std::string elastic;                 // "MIN:MAX": an elastic job.
   std::string per_replica;             // "gpu=8,cpu=4000"
   int32_t priority = 0;
   std::string grace_s;                 // empty = the policy's default_grace_s.

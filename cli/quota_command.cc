@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
+#include "cli/elastic_command.h"
 #include "cli/exit_codes.h"
 #include "cli/text_table.h"
 #include "cli/value_format.h"
@@ -119,6 +120,13 @@ void PrintQuotaTable(const google::protobuf::RepeatedPtrField<v1::TeamInfo>& tea
     }
   }
   table.Print(out);
+  // The next tide change of each team that has a calendar (DESIGN.md §5).
+  for (const v1::TeamInfo& team : teams) {
+    if (team.next_tide_change_ms() <= 0) continue;
+    out << "tide: " << team.name() << " changes at " << FormatTime(team.next_tide_change_ms()) << " to "
+        << DescribeQuota(team.next_tide_quota()) << " (capacity freed for it from "
+        << FormatTime(team.next_tide_lead_ms()) << "; `tidegate tide " << team.name() << "`)\n";
+  }
 }
 
 void PrintLoansTable(const google::protobuf::RepeatedPtrField<v1::Loan>& loans, std::ostream& out) {

@@ -34,6 +34,7 @@ std::string LocateError(const absl::Status& status, const api::SourceMap& where)
 void ReportTrace(const sim::SimResult& result, const std::string& path, std::ostream& err) {
   const sim::TraceStats& t = *result.summary.trace;
   err << "trace " << path << ": " << t.rows << " rows, " << t.submitted << " submitted";
+  if (t.elastic > 0) err << " (" << t.elastic << " multi-GPU jobs elastic)";
   if (t.zero_gpu > 0) err << ", " << t.zero_gpu << " skipped with no GPUs";
   if (t.unknown_team > 0) {
     err << ", " << t.unknown_team << " rejected for a team the scenario does not have";
@@ -62,6 +63,10 @@ int RunSimulate(const SimulateOptions& options, const Io& io) {
     err << "tidegate simulate: " << s.message() << "\n";
     return kExitBadInput;
   }
+  if (options.trace_elastic && options.trace_path.empty()) {
+    err << "tidegate simulate: --trace-elastic needs --trace\n";
+    return kExitBadInput;
+  }
   std::optional<sim::Trace> trace;
   if (!options.trace_path.empty()) {
     absl::StatusOr<sim::Trace> loaded = sim::ReadTraceFile(options.trace_path);
@@ -70,6 +75,7 @@ int RunSimulate(const SimulateOptions& options, const Io& io) {
       return kExitBadInput;
     }
     trace = *std::move(loaded);
+    trace->plan.elastic_multi_gpu = options.trace_elastic;
   }
 
   const bool table = options.output == "table";
@@ -140,6 +146,9 @@ void AddSimulateCommand(CLI::App& app, const Io& io, int* exit_code) {
   sub->add_option("--trace", options->trace_path,
                   "Replay a job trace CSV (job_id,team,submit_s,duration_s,gpus,gpu_type,"
                   "status) against the scenario's config");
+  sub->add_flag("--trace-elastic", options->trace_elastic,
+                "With --trace: replay each job of G > 1 GPUs as an elastic job of one-GPU "
+                "replicas, elastic {min: ceil(G/2), max: G}, with the same work");
   sub->add_flag("--progress", options->progress,
                 "Print progress on stderr even when it is not a terminal");
   sub->footer(kExitCodesHelp);

@@ -1,6 +1,7 @@
-// `tidegate simulate SCENARIO.yaml [-o jsonl|table] [--check] [--trace CSV]
-//  [--progress]` (DESIGN.md §9): runs a scenario through the broker core on a
-// virtual clock.
+// `tidegate simulate SCENARIO.yaml [-o jsonl|table] [--check] [--trace CSV
+//  [--trace-elastic]] [--progress]` (DESIGN.md §9): runs a scenario through the
+// broker core on a virtual clock. --trace-elastic replays the trace's
+// multi-GPU jobs as elastic jobs (sim::TracePlanOptions).
 //
 // Output on stdout: `-o jsonl` (default) one JSON object per decision record
 // then the summary; `-o table` a per-team table, utilisation, reclaim latency,
@@ -29,6 +30,7 @@ struct SimulateOptions {
   std::string output = "jsonl";  // jsonl | table
   bool check = false;
   std::string trace_path;        // empty = none.
+  bool trace_elastic = false;    // multi-GPU trace rows as elastic jobs; needs a trace.
   bool progress = false;         // force progress lines on stderr.
 };
 

@@ -20,6 +20,8 @@ std::string KindOf(const v1::Command& c) {
     case v1::Command::kSetCapacity: return "set_capacity";
     case v1::Command::kTick: return "tick";
     case v1::Command::kApplyConfig: return "apply_config";
+    case v1::Command::kAckResize: return "ack_resize";
+    case v1::Command::kVacate: return "vacate";
     case v1::Command::KIND_NOT_SET: return "none";
   }
   return "none";
@@ -34,6 +36,8 @@ void CommandJobs(const v1::Command& c, std::vector<std::string>* out) {
   if (c.has_submit()) out->push_back(c.submit().job());
   if (c.has_finish()) out->push_back(c.finish());
   if (c.has_checkpoint()) out->push_back(c.checkpoint());
+  if (c.has_ack_resize()) out->push_back(c.ack_resize().job());
+  if (c.has_vacate()) out->push_back(c.vacate());
   if (c.has_adopt()) {
     for (const auto& j : c.adopt().jobs()) out->push_back(j.job());
   }
@@ -228,7 +232,10 @@ void CoreLoop::ApplyBatch(std::vector<Pending> batch) {
   bool all_teams = false;
   absl::flat_hash_map<std::string, const core::Event*> last_event;  // per job, for ended/rejected rows
   for (Pending& p : batch) {
+    const uint64_t quota_generation = broker_->QuotaGeneration();
     std::vector<core::Event> events = broker_->Apply(p.command, now);
+    // A tide change replaces the quota in force during any command.
+    if (broker_->QuotaGeneration() != quota_generation) all_teams = true;
     ledger::JournalRecord rec;
     rec.seq = ++seq_;
     rec.at_ms = now;

@@ -19,6 +19,16 @@ v1::JobInfo ToJobInfo(const core::JobView& v, const v1::JobSpec* spec) {
   for (const auto& [name, q] : v.demand) (*out.mutable_demand())[name] = q;
   out.set_reason(v.reason);
   *out.mutable_spec() = spec ? *spec : v.spec;
+  out.set_resize_epoch(v.epoch);
+  if (v.resize_from >= 0) {
+    v1::ResizeRequest* r = out.mutable_resize();
+    r->set_job(v.id);
+    r->set_epoch(v.epoch);
+    r->set_target_replicas(v.resize_to);
+    r->set_current_replicas(v.resize_from);
+    r->set_reason(v.resize_reason);
+    r->set_deadline_ms(v.resize_deadline);
+  }
   return out;
 }
 
@@ -41,6 +51,13 @@ v1::TeamInfo ToTeamInfo(const core::TeamView& v) {
     tr->set_borrowed(r.borrowed);
     tr->set_queued(r.queued);
   }
+  for (const auto& rule : v.tide) *out.add_tide() = rule;
+  if (v.next_tide_change >= 0) {
+    out.set_next_tide_change_ms(v.next_tide_change);
+    out.set_next_tide_lead_ms(v.next_tide_lead);
+    for (const auto& [res, q] : v.next_tide_quota) (*out.mutable_next_tide_quota())[res] = q;
+  }
+  for (const auto& [res, q] : v.quota) (*out.mutable_quota())[res] = q;
   return out;
 }
 

@@ -11,7 +11,10 @@
 
 #include "api/yaml_loader.h"
 #include "broker/core/config.h"
+#include "broker/service/agent_service.h"
 #include "broker/service/core_loop.h"
+#include "broker/service/elastic_service.h"
+#include "broker/service/forecast_service.h"
 #include "broker/service/services.h"
 #include "grpcpp/ext/proto_server_reflection_plugin.h"
 #include "grpcpp/grpcpp.h"
@@ -80,10 +83,23 @@ int RunServer(const ServerOptions& options) {
   spdlog::info("ledger {} ready in {} ms ({} jobs)", options.db_path, recovered_ms,
                (*loop)->Published()->Jobs("", v1::JOB_STATE_UNSPECIFIED).size());
 
+  // ForecastService fits on its own worker thread, from its own ledger reader.
+  auto forecast_reader = ledger::OpenSqliteStore(options.db_path, read_only);
+  if (!forecast_reader.ok()) {
+    std::cerr << "tidegated: " << forecast_reader.status().message() << "\n";
+    return 1;
+  }
   AdmissionServiceImpl admission(loop->get());
   QuotaServiceImpl quota(loop->get(), *std::move(reader));
+  ForecastServiceImpl forecast(loop->get(), *std::move(forecast_reader), &clock);
   DiagnosticsServiceImpl diagnostics(loop->get());
-  (*loop)->SetPublishHook([&admission] { admission.Notify(); });
+  AgentServiceImpl agents(loop->get());
+  ElasticServiceImpl elastic(loop->get());
+  (*loop)->SetPublishHook([&admission, &agents, &elastic] {
+    admission.Notify();
+    agents.Notify();
+    elastic.Notify();
+  });
   (*loop)->Start();
 
   grpc::EnableDefaultHealthCheckService(true);
@@ -95,7 +111,10 @@ int RunServer(const ServerOptions& options) {
   builder.AddListeningPort(options.listen, grpc::InsecureServerCredentials(), &port);
   builder.RegisterService(&admission);
   builder.RegisterService(&quota);
+  builder.RegisterService(&forecast);
   builder.RegisterService(&diagnostics);
+  builder.RegisterService(&agents);
+  builder.RegisterService(&elastic);
   std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
   if (!server || port == 0) {
     std::cerr << "tidegated: cannot listen on " << options.listen << "\n";
@@ -114,6 +133,8 @@ int RunServer(const ServerOptions& options) {
   spdlog::info("signal {}: stopping (finishing what is in flight)", sig);
   server->GetHealthCheckService()->SetServingStatus(false);
   admission.CloseStreams();
+  agents.CloseStreams();
+  elastic.CloseStreams();
   // New calls get UNAVAILABLE; calls in flight finish, since the loop still runs.
   server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(10));
   (*loop)->Stop();  // drains the queue, writes a snapshot.

@@ -127,8 +127,16 @@ TracePlan PlanTrace(const Trace& trace, const absl::flat_hash_set<std::string>& 
     spec.set_job(row.job_id);
     spec.set_team(row.team);
     spec.set_cluster(cluster);
-    spec.set_replicas(1);
-    (*spec.mutable_per_replica())["gpu"] = static_cast<int64_t>(std::ceil(row.gpus));
+    const int64_t gpus = static_cast<int64_t>(std::ceil(row.gpus));
+    if (trace.plan.elastic_multi_gpu && gpus > 1) {
+      (*spec.mutable_per_replica())["gpu"] = 1;
+      spec.mutable_elastic()->set_min((gpus + 1) / 2);
+      spec.mutable_elastic()->set_max(gpus);
+      ++plan.stats.elastic;
+    } else {
+      spec.set_replicas(1);
+      (*spec.mutable_per_replica())["gpu"] = gpus;
+    }
     if (row.duration_s) {
       submit.run_ms = std::llround(*row.duration_s * 1000.0);
       spec.set_run_s(static_cast<int64_t>(std::ceil(*row.duration_s)));

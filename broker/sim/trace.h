@@ -1,6 +1,7 @@
 // Job traces for `tidegate simulate --trace` (DESIGN.md §9, data/README.md):
 // a CSV with the header `job_id,team,submit_s,duration_s,gpus,gpu_type,status`,
-// one job per row, replayed as rigid submits against the scenario's config.
+// one job per row, replayed as rigid submits against the scenario's config,
+// or, with `simulate --trace-elastic`, multi-GPU rows as elastic jobs.
 //
 // Parsing and planning are separate and pure so both can be tested without
 // files or a broker: ParseTrace checks the file's shape (a malformed row is an
@@ -36,9 +37,26 @@ struct TraceRow {
   std::string status;                 // may be empty.
 };
 
+// How PlanTrace turns rows into jobs. Kept with the Trace (set by the CLI) so
+// the simulator, which only passes the Trace through, needs no new option.
+struct TracePlanOptions {
+  // `simulate --trace-elastic`: a row with G = ceil(gpus) > 1 becomes an
+  // elastic job of one-GPU replicas, elastic {min: ceil(G/2), max: G}: it
+  // starts as soon as half its GPUs are free, grows one GPU at a time into
+  // free capacity and shrinks (down to half) before it is evicted. It never
+  // runs at less than half its recorded size, so it is at most 2x slower
+  // than recorded and its per-GPU batch changes by at most 2x (an assumed
+  // bound on what a data-parallel job absorbs without re-tuning; a 128-GPU
+  // job on one GPU would be another job). Its work is unchanged:
+  // run_s = duration_s at full size (the simulator progresses an elastic job
+  // at replicas / max). One-GPU rows stay rigid.
+  bool elastic_multi_gpu = false;
+};
+
 struct Trace {
   std::string path;
   std::vector<TraceRow> rows;  // file order.
+  TracePlanOptions plan;       // default: every row a rigid job.
 };
 
 // Parses CSV text. `path` is only used in messages. Errors (INVALID_ARGUMENT)
@@ -60,12 +78,14 @@ struct TraceStats {
   int64_t submitted = 0;     // rows turned into submits.
   int64_t unknown_team = 0;  // rows whose team is not a team of the config.
   int64_t zero_gpu = 0;      // rows with gpus <= 0.
+  int64_t elastic = 0;       // submits made elastic (TracePlanOptions).
 };
 
 // One trace row as the simulator replays it.
 struct TraceSubmit {
   core::Time offset_ms = 0;            // submit time from the scenario start.
-  v1::JobSpec spec;                    // rigid: replicas 1, {gpu: ceil(gpus)}.
+  v1::JobSpec spec;                    // rigid: replicas 1, {gpu: ceil(gpus)};
+                                       // or elastic, see TracePlanOptions.
   std::optional<core::Time> run_ms;    // the job's work, from duration_s.
 };
 
@@ -78,7 +98,9 @@ struct TracePlan {
 // Turns rows into submits: rows with gpus <= 0 are skipped (zero_gpu), rows
 // whose team is not in `teams` are skipped (unknown_team); the rest become a
 // submit to `cluster` with per_replica {gpu: ceil(gpus)} and run_s =
-// duration_s. Rows are stable-sorted by submit time (file order on ties).
+// duration_s (with trace.plan.elastic_multi_gpu, rows with more than one GPU
+// become elastic jobs instead, see TracePlanOptions). Rows are stable-sorted
+// by submit time (file order on ties).
 TracePlan PlanTrace(const Trace& trace, const absl::flat_hash_set<std::string>& teams,
                     const std::string& cluster);
 

@@ -112,5 +112,43 @@ TEST(TraceTest, PlanSkipsZeroGpuRowsAndUnknownTeamsAndCountsThem) {
   EXPECT_EQ(plan.submits[0].run_ms, std::nullopt);
 }
 
+TEST(TraceTest, ElasticMultiGpuMakesMultiGpuRowsElasticWithHalfAsMin) {
+  auto trace = ParseTrace(std::string(kHeader) +
+                              "j1,research,0,100,8,,\n"
+                              "j2,research,1,100,1,,\n"
+                              "j3,research,2,100,2.5,,\n"
+                              "j4,research,3,100,2,,\n",
+                          "t.csv");
+  ASSERT_TRUE(trace.ok()) << trace.status();
+  // Off by default: every row rigid.
+  TracePlan rigid = PlanTrace(*trace, {"research"}, "a");
+  ASSERT_EQ(rigid.submits.size(), 4u);
+  EXPECT_EQ(rigid.stats.elastic, 0);
+  EXPECT_FALSE(rigid.submits[0].spec.has_elastic());
+  EXPECT_EQ(rigid.submits[0].spec.per_replica().at("gpu"), 8);
+
+  trace->plan.elastic_multi_gpu = true;
+  TracePlan plan = PlanTrace(*trace, {"research"}, "a");
+  ASSERT_EQ(plan.submits.size(), 4u);
+  EXPECT_EQ(plan.stats.elastic, 3);
+  const v1::JobSpec& j1 = plan.submits[0].spec;  // 8 GPUs: one-GPU replicas, 4..8.
+  EXPECT_FALSE(j1.has_replicas());
+  EXPECT_EQ(j1.per_replica().at("gpu"), 1);
+  EXPECT_EQ(j1.elastic().min(), 4);
+  EXPECT_EQ(j1.elastic().max(), 8);
+  EXPECT_EQ(j1.run_s(), 100);  // the same work, at full size.
+  EXPECT_EQ(plan.submits[0].run_ms, 100000);
+  const v1::JobSpec& j2 = plan.submits[1].spec;  // one GPU: stays rigid.
+  EXPECT_FALSE(j2.has_elastic());
+  EXPECT_EQ(j2.replicas(), 1);
+  EXPECT_EQ(j2.per_replica().at("gpu"), 1);
+  const v1::JobSpec& j3 = plan.submits[2].spec;  // ceil(2.5) = 3: min ceil(3/2) = 2.
+  EXPECT_EQ(j3.elastic().min(), 2);
+  EXPECT_EQ(j3.elastic().max(), 3);
+  const v1::JobSpec& j4 = plan.submits[3].spec;  // 2 GPUs: 1..2.
+  EXPECT_EQ(j4.elastic().min(), 1);
+  EXPECT_EQ(j4.elastic().max(), 2);
+}
+
 }  // namespace
 }  // namespace tidegate::sim

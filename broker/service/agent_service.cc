@@ -1,0 +1,406 @@
+#include "broker/service/agent_service.h"
+
+#include <algorithm>
+#include <deque>
+#include <optional>
+#include <string>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
+#include "absl/strings/str_cat.h"
+#include "spdlog/spdlog.h"
+
+namespace tidegate::service {
+
+namespace {
+
+// Logs what a command the agent caused did not do (unknown job, bad spec).
+Done LogProblems(std::string what) {
+  return [what = std::move(what)](absl::StatusOr<Applied> applied) {
+    if (!applied.ok()) {
+      spdlog::warn("agent: {}: {}", what, std::string(applied.status().message()));
+      return;
+    }
+    for (const auto& e : applied->events) {
+      if (e.type == core::EventType::kReject || e.type == core::EventType::kError) {
+        spdlog::warn("agent: {}: {} {}: {}", what, core::EventTypeName(e.type), e.job, e.reason);
+      }
+    }
+  };
+}
+
+}  // namespace
+
+// One agent's stream. Kept alive by shared_ptrs until gRPC calls OnDone.
+class AgentServiceImpl::Connection : public grpc::ServerBidiReactor<v1::AgentMessage, v1::BrokerAction> {
+ public:
+  Connection(AgentServiceImpl* svc, std::string peer) : svc_(svc), peer_(std::move(peer)) {}
+
+  void Start(std::shared_ptr<Connection> self) {
+    self_ = std::move(self);
+    StartRead(&in_);
+  }
+
+  const std::string& cluster() const { return cluster_; }
+
+  void OnReadDone(bool ok) override {
+    if (!ok) {  // the agent closed its side or went away.
+      spdlog::info("agent {} ({}) disconnected", cluster_.empty() ? "?" : cluster_, agent_id_);
+      Close(grpc::Status::OK);
+      return;
+    }
+    Handle(in_);
+    std::lock_guard<std::recursive_mutex> lock(mu_);
+    if (!finished_) StartRead(&in_);
+  }
+
+  // Queues the actions the published model calls for; thread-safe.
+  void Check() {
+    std::lock_guard<std::recursive_mutex> lock(mu_);
+    if (finished_ || cluster_.empty()) return;
+    auto model = svc_->loop_->Published();
+    absl::flat_hash_set<std::string> admitted, draining;
+    for (const auto& j : model->Jobs("", v1::JOB_STATE_ADMITTED)) {
+      if (j->cluster() != cluster_) continue;
+      admitted.insert(j->job());
+      if (started_.insert(j->job()).second) {
+        v1::BrokerAction a;
+        a.mutable_start()->set_job(j->job());
+        a.mutable_start()->set_replicas(j->replicas());
+        Send(std::move(a));
+      }
+    }
+    for (const auto& j : model->Jobs("", v1::JOB_STATE_DRAINING)) {
+      if (j->cluster() != cluster_) continue;
+      draining.insert(j->job());
+      started_.insert(j->job());  // a victim is never started again on this stream.
+      if (!evicted_.contains(j->job())) {
+        const int64_t grace_ms = (j->spec().has_grace_s() ? j->spec().grace_s() : 0) * 1000;
+        const int64_t deadline = model->now_ms() + grace_ms;
+        evicted_[j->job()] = deadline;
+        v1::BrokerAction a;
+        a.mutable_evict()->set_job(j->job());
+        a.mutable_evict()->set_grace_deadline_ms(deadline);
+        a.mutable_evict()->set_reason(j->reason());
+        Send(std::move(a));
+      }
+    }
+    // A job that left those states may be admitted again later (a requeued
+    // victim): it then gets a new start.
+    for (auto it = started_.begin(); it != started_.end();) {
+      auto cur = it++;
+      if (!admitted.contains(*cur) && !draining.contains(*cur)) started_.erase(cur);
+    }
+    for (auto it = evicted_.begin(); it != evicted_.end();) {
+      auto cur = it++;
+      if (!draining.contains(cur->first)) evicted_.erase(cur);
+    }
+  }
+
+  void Close(const grpc::Status& status) {
+    std::lock_guard<std::recursive_mutex> lock(mu_);
+    if (!writing_) Done(status);
+    else close_with_ = status;
+  }
+
+  void OnWriteDone(bool ok) override {
+    std::lock_guard<std::recursive_mutex> lock(mu_);
+    writing_ = false;
+    if (!ok) {
+      Done(grpc::Status(grpc::StatusCode::CANCELLED, "the agent went away"));
+      return;
+    }
+    if (close_with_) {
+      Done(*close_with_);
+      return;
+    }
+    Pump();
+  }
+  void OnCancel() override {
+    std::lock_guard<std::recursive_mutex> lock(mu_);
+    Done(grpc::Status(grpc::StatusCode::CANCELLED, "cancelled"));
+  }
+  void OnDone() override {
+    svc_->Forget(this);
+    std::shared_ptr<Connection> self;
+    {
+      std::lock_guard<std::recursive_mutex> lock(mu_);
+      self = std::move(self_);
+    }
+    // `self` may be the last reference: the object goes with it.
+  }
+
+ private:
+  void Handle(const v1::AgentMessage& m) {
+    if (m.has_hello()) {
+      OnHello(m.hello());
+      return;
+    }
+    std::string cluster;
+    {
+      std::lock_guard<std::recursive_mutex> lock(mu_);
+      if (finished_) return;
+      if (cluster_.empty()) {
+        Done(grpc::Status(grpc::StatusCode::FAILED_PRECONDITION, "the first message must be hello"));
+        return;
+      }
+      cluster = cluster_;
+    }
+    CoreLoop* loop = svc_->loop_;
+    auto model = loop->Published();
+    switch (m.kind_case()) {
+      case v1::AgentMessage::kCapacity: {
+        v1::Command cmd;
+        cmd.mutable_set_capacity()->set_cluster(cluster);
+        *cmd.mutable_set_capacity()->mutable_capacity() = m.capacity().capacity();
+        // Only a change is journalled.
+        for (const auto& c : model->config().clusters()) {
+          if (c.name() != cluster) continue;
+          bool same = c.capacity().size() == m.capacity().capacity().size();
+          for (const auto& [r, q] : m.capacity().capacity()) {
+            auto it = c.capacity().find(r);
+            if (it == c.capacity().end() || it->second != q) same = false;
+          }
+          if (same) return;
+        }
+        std::string text;
+        for (const auto& [r, q] : m.capacity().capacity()) absl::StrAppend(&text, r, "=", q, " ");
+        spdlog::info("agent {}: capacity {}", cluster, text);
+        loop->Submit(std::move(cmd), LogProblems(absl::StrCat("capacity of ", cluster)));
+        return;
+      }
+      case v1::AgentMessage::kView:
+        Reconcile(cluster, *model, m.view());
+        return;
+      case v1::AgentMessage::kStarted: {
+        const std::string& id = m.started().spec().job();
+        const v1::JobInfo* j = model->FindJob(id);
+        if (j && j->state() != v1::JOB_STATE_QUEUED) return;  // started as admitted.
+        v1::Command adopt;
+        *adopt.mutable_adopt()->add_jobs() = m.started().spec();
+        if (j) {
+          spdlog::warn("agent {}: {} runs although the broker queued it; recording it as running", cluster, id);
+          v1::Command finish;
+          finish.set_finish(id);
+          loop->Submit(std::move(finish), LogProblems(absl::StrCat("finish ", id)));
+        } else {
+          spdlog::info("agent {}: adopting {}, which started outside the broker", cluster, id);
+        }
+        loop->Submit(std::move(adopt), LogProblems(absl::StrCat("adopt ", id)));
+        return;
+      }
+      case v1::AgentMessage::kEnded: {
+        const std::string& id = m.ended().job();
+        if (!model->FindJob(id)) return;  // already gone (e.g. its grace period ended first).
+        spdlog::info("agent {}: {} ended ({})", cluster, id, m.ended().reason());
+        v1::Command cmd;
+        cmd.set_finish(id);
+        loop->Submit(std::move(cmd), LogProblems(absl::StrCat("finish ", id)));
+        return;
+      }
+      case v1::AgentMessage::kGone: {
+        const std::string& id = m.gone().job();
+        const v1::JobInfo* j = model->FindJob(id);
+        if (!j || j->state() == v1::JOB_STATE_QUEUED) return;
+        spdlog::info("agent {}: {} gone ({})", cluster, id, m.gone().reason());
+        v1::Command cmd;
+        if (j->state() == v1::JOB_STATE_DRAINING) cmd.set_vacate(id);
+        else cmd.set_finish(id);
+        loop->Submit(std::move(cmd), LogProblems(absl::StrCat("gone ", id)));
+        return;
+      }
+      case v1::AgentMessage::kAck:
+        if (!m.ack().ok()) {
+          spdlog::warn("agent {}: action {} on {} failed: {}", cluster, m.ack().action_id(), m.ack().job(),
+                       m.ack().error());
+        }
+        return;
+      case v1::AgentMessage::kReplicas: {
+        v1::Command cmd;
+        cmd.mutable_ack_resize()->set_job(m.replicas().job());
+        cmd.mutable_ack_resize()->set_epoch(m.replicas().epoch());
+        cmd.mutable_ack_resize()->set_replicas(m.replicas().replicas());
+        loop->Submit(std::move(cmd), LogProblems(absl::StrCat("replicas of ", m.replicas().job())));
+        return;
+      }
+      default:
+        return;
+    }
+  }
+
+  void OnHello(const v1::AgentHello& hello) {
+    auto model = svc_->loop_->Published();
+    bool known = false;
+    for (const auto& c : model->config().clusters()) known = known || c.name() == hello.cluster();
+    {
+      std::lock_guard<std::recursive_mutex> lock(mu_);
+      if (finished_) return;
+      if (!cluster_.empty()) {
+        Done(grpc::Status(grpc::StatusCode::FAILED_PRECONDITION, "hello sent twice"));
+        return;
+      }
+      if (!known) {
+        spdlog::warn("agent {} ({}): refused, cluster '{}' is not in the config", hello.agent_id(), peer_,
+                     hello.cluster());
+        Done(grpc::Status(grpc::StatusCode::NOT_FOUND,
+                          absl::StrCat("hello.cluster: '", hello.cluster(), "' is not a cluster of the config")));
+        return;
+      }
+      cluster_ = hello.cluster();
+      agent_id_ = hello.agent_id();
+    }
+    spdlog::info("agent {} connected for cluster {} ({})", agent_id_, cluster_, peer_);
+    svc_->Claim(self_);
+    Check();
+  }
+
+  // The agent's full view against the broker's jobs of this cluster.
+  void Reconcile(const std::string& cluster, const ReadModel& model, const v1::AgentView& view) {
+    CoreLoop* loop = svc_->loop_;
+    absl::flat_hash_map<std::string, const v1::ObservedJob*> seen;
+    for (const auto& o : view.jobs()) seen[o.spec().job()] = &o;
+    v1::Command adopt;
+    std::vector<v1::Command> commands;
+    for (const auto& o : view.jobs()) {
+      if (!o.running()) continue;
+      const v1::JobInfo* j = model.FindJob(o.spec().job());
+      if (j && j->state() != v1::JOB_STATE_QUEUED) continue;
+      if (j) {
+        spdlog::warn("agent {}: {} runs although the broker queued it; recording it as running", cluster,
+                     o.spec().job());
+        v1::Command finish;
+        finish.set_finish(o.spec().job());
+        commands.push_back(std::move(finish));
+      } else {
+        spdlog::info("agent {}: adopting running job {}", cluster, o.spec().job());
+      }
+      *adopt.mutable_adopt()->add_jobs() = o.spec();
+    }
+    for (const auto& j : model.Jobs("", v1::JOB_STATE_UNSPECIFIED)) {
+      if (j->cluster() != cluster || seen.contains(j->job())) continue;
+      if (j->state() == v1::JOB_STATE_ENDED || j->state() == v1::JOB_STATE_REJECTED) continue;
+      spdlog::info("agent {}: {} is no longer in the cluster; finishing it", cluster, j->job());
+      v1::Command finish;
+      finish.set_finish(j->job());
+      commands.push_back(std::move(finish));
+    }
+    if (adopt.adopt().jobs_size() > 0) commands.push_back(std::move(adopt));
+    spdlog::info("agent {}: view of {} jobs reconciled with {} commands", cluster, view.jobs_size(),
+                 commands.size());
+    std::shared_ptr<Connection> self;
+    {
+      std::lock_guard<std::recursive_mutex> lock(mu_);
+      self = self_;
+    }
+    if (commands.empty()) {
+      SendSynced(model.seq());
+      return;
+    }
+    for (size_t i = 0; i < commands.size(); ++i) {
+      const bool last = i + 1 == commands.size();
+      service::Done log = LogProblems(absl::StrCat("reconcile ", cluster));
+      loop->Submit(std::move(commands[i]), [self, last, log](absl::StatusOr<Applied> applied) {
+        const int64_t seq = applied.ok() ? applied->model->seq() : 0;
+        log(std::move(applied));
+        if (last && self) self->SendSynced(seq);
+      });
+    }
+  }
+
+  void SendSynced(int64_t seq) {
+    v1::BrokerAction a;
+    a.mutable_synced()->set_seq(seq);
+    std::lock_guard<std::recursive_mutex> lock(mu_);
+    Send(std::move(a));
+  }
+
+  // Call with mu_ held.
+  void Send(v1::BrokerAction a) {
+    if (finished_) return;
+    a.set_action_id(++next_action_);
+    pending_.push_back(std::move(a));
+    Pump();
+  }
+  void Pump() {
+    if (finished_ || writing_ || pending_.empty()) return;
+    current_ = std::move(pending_.front());
+    pending_.pop_front();
+    writing_ = true;
+    StartWrite(&current_);
+  }
+  void Done(grpc::Status status) {
+    if (finished_) return;
+    finished_ = true;
+    Finish(status);
+  }
+
+  AgentServiceImpl* svc_;
+  const std::string peer_;
+  v1::AgentMessage in_;  // only the reader touches it.
+  std::recursive_mutex mu_;  // reactions may run inline with Check().
+  std::string cluster_;      // set once by hello; guarded by mu_
+  std::string agent_id_;
+  bool finished_ = false;
+  bool writing_ = false;
+  int64_t next_action_ = 0;
+  absl::flat_hash_set<std::string> started_;           // start sent on this stream.
+  absl::flat_hash_map<std::string, int64_t> evicted_;  // evict sent: job -> deadline.
+  std::deque<v1::BrokerAction> pending_;
+  v1::BrokerAction current_;
+  std::shared_ptr<Connection> self_;
+  std::optional<grpc::Status> close_with_;
+};
+
+grpc::ServerBidiReactor<v1::AgentMessage, v1::BrokerAction>* AgentServiceImpl::Connect(
+    grpc::CallbackServerContext* ctx) {
+  auto conn = std::make_shared<Connection>(this, ctx->peer());
+  conn->Start(conn);
+  return conn.get();
+}
+
+void AgentServiceImpl::Claim(const std::shared_ptr<Connection>& conn) {
+  std::vector<std::shared_ptr<Connection>> replaced;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (auto it = connections_.begin(); it != connections_.end();) {
+      if ((*it)->cluster() == conn->cluster()) {
+        replaced.push_back(*it);
+        it = connections_.erase(it);
+      } else {
+        ++it;
+      }
+    }
+    connections_.push_back(conn);
+  }
+  for (auto& old : replaced) {
+    spdlog::warn("agent for cluster {}: a new stream replaces the old one", conn->cluster());
+    old->Close(grpc::Status(grpc::StatusCode::ABORTED, "another agent connected for this cluster"));
+  }
+}
+
+void AgentServiceImpl::Forget(const Connection* conn) {
+  std::lock_guard<std::mutex> lock(mu_);
+  connections_.erase(std::remove_if(connections_.begin(), connections_.end(),
+                                    [&](const auto& c) { return c.get() == conn; }),
+                     connections_.end());
+}
+
+void AgentServiceImpl::Notify() {
+  std::vector<std::shared_ptr<Connection>> conns;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    conns = connections_;
+  }
+  for (auto& c : conns) c->Check();
+}
+
+void AgentServiceImpl::CloseStreams() {
+  std::vector<std::shared_ptr<Connection>> conns;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    conns = connections_;
+  }
+  for (auto& c : conns) c->Close(grpc::Status(grpc::StatusCode::UNAVAILABLE, "the broker is shutting down; reconnect"));
+}
+
+}  // namespace tidegate::service

@@ -1,0 +1,192 @@
+#include "broker/service/elastic_service.h"
+
+#include <algorithm>
+#include <deque>
+#include <optional>
+
+#include "absl/strings/str_cat.h"
+#include "broker/service/services.h"
+
+namespace tidegate::service {
+
+// One WatchResizes stream. Kept alive by shared_ptrs until gRPC calls OnDone.
+class ElasticServiceImpl::Watcher : public grpc::ServerWriteReactor<v1::ResizeRequest> {
+ public:
+  Watcher(ElasticServiceImpl* svc, std::string job) : svc_(svc), job_(std::move(job)) {}
+
+  void Start(std::shared_ptr<Watcher> self) {
+    self_ = self;
+    {
+      std::lock_guard<std::mutex> lock(svc_->mu_);
+      svc_->registry_.push_back(self);
+    }
+    Check();
+  }
+
+  // Sends the job's pending request if it is newer than the last one sent.
+  void Check() {
+    std::lock_guard<std::recursive_mutex> lock(mu_);
+    if (finished_) return;
+    auto model = svc_->loop_->Published();
+    const v1::JobInfo* j = model->FindJob(job_);
+    if (!j) {
+      if (!checked_) {
+        Done(grpc::Status(grpc::StatusCode::NOT_FOUND, absl::StrCat("job '", job_, "' is not known")));
+      } else {
+        finish_after_writes_ = true;  // it ended: nothing more will come.
+        Pump();
+      }
+      return;
+    }
+    if (!checked_ && j->spec().elastic().max() == 0) {
+      Done(grpc::Status(grpc::StatusCode::FAILED_PRECONDITION,
+                        absl::StrCat("job '", job_, "' is not elastic (its spec has no elastic.min/max)")));
+      return;
+    }
+    checked_ = true;
+    if (j->has_resize() && j->resize().epoch() > last_epoch_) {
+      last_epoch_ = j->resize().epoch();
+      pending_.push_back(j->resize());
+    }
+    Pump();
+  }
+
+  void Close(const grpc::Status& status) {
+    std::lock_guard<std::recursive_mutex> lock(mu_);
+    if (!writing_) Done(status);
+    else close_with_ = status;
+  }
+
+  void OnWriteDone(bool ok) override {
+    std::lock_guard<std::recursive_mutex> lock(mu_);
+    writing_ = false;
+    if (!ok) {
+      Done(grpc::Status(grpc::StatusCode::CANCELLED, "the client went away"));
+      return;
+    }
+    if (close_with_) {
+      Done(*close_with_);
+      return;
+    }
+    Pump();
+  }
+  void OnCancel() override {
+    std::lock_guard<std::recursive_mutex> lock(mu_);
+    Done(grpc::Status(grpc::StatusCode::CANCELLED, "cancelled"));
+  }
+  void OnDone() override {
+    std::shared_ptr<Watcher> self;
+    {
+      std::lock_guard<std::mutex> lock(svc_->mu_);
+      auto& reg = svc_->registry_;
+      reg.erase(std::remove_if(reg.begin(), reg.end(), [&](const auto& w) { return w.get() == this; }), reg.end());
+      self = std::move(self_);
+    }
+  }
+
+ private:
+  void Pump() {
+    if (finished_ || writing_) return;
+    if (!pending_.empty()) {
+      current_ = std::move(pending_.front());
+      pending_.pop_front();
+      writing_ = true;
+      StartWrite(&current_);
+      return;
+    }
+    if (finish_after_writes_) Done(grpc::Status::OK);
+  }
+  void Done(grpc::Status status) {
+    if (finished_) return;
+    finished_ = true;
+    Finish(status);
+  }
+
+  ElasticServiceImpl* svc_;
+  std::string job_;
+  std::recursive_mutex mu_;  // reactions may run inline with Check().
+  bool finished_ = false;
+  bool writing_ = false;
+  bool checked_ = false;
+  bool finish_after_writes_ = false;
+  int64_t last_epoch_ = 0;
+  std::deque<v1::ResizeRequest> pending_;
+  v1::ResizeRequest current_;
+  std::shared_ptr<Watcher> self_;
+  std::optional<grpc::Status> close_with_;
+};
+
+grpc::ServerWriteReactor<v1::ResizeRequest>* ElasticServiceImpl::WatchResizes(grpc::CallbackServerContext* ctx,
+                                                                             const v1::WatchResizesRequest* req) {
+  auto watcher = std::make_shared<Watcher>(this, req->job());
+  watcher->Start(watcher);
+  return watcher.get();
+}
+
+grpc::ServerUnaryReactor* ElasticServiceImpl::AckResize(grpc::CallbackServerContext* ctx,
+                                                        const v1::AckResizeRequest* req, v1::AckResizeResponse* resp) {
+  auto* reactor = ctx->DefaultReactor();
+  const std::string id = req->job();
+  auto model = loop_->Published();
+  const v1::JobInfo* j = model->FindJob(id);
+  if (!j) {
+    reactor->Finish(grpc::Status(grpc::StatusCode::NOT_FOUND, absl::StrCat("job '", id, "' is not known")));
+    return reactor;
+  }
+  if (j->spec().elastic().max() == 0) {
+    reactor->Finish(grpc::Status(grpc::StatusCode::FAILED_PRECONDITION, absl::StrCat("job '", id, "' is not elastic")));
+    return reactor;
+  }
+  if (!j->has_resize() || j->resize().epoch() != req->epoch()) {
+    reactor->Finish(grpc::Status(
+        grpc::StatusCode::FAILED_PRECONDITION,
+        absl::StrCat("epoch: ", req->epoch(), " is stale; job '", id, "' ",
+                     j->has_resize() ? absl::StrCat("waits for an ack of epoch ", j->resize().epoch())
+                                     : absl::StrCat("has no resize pending (latest epoch ", j->resize_epoch(), ")"))));
+    return reactor;
+  }
+  v1::Command cmd;
+  cmd.mutable_ack_resize()->set_job(id);
+  cmd.mutable_ack_resize()->set_epoch(req->epoch());
+  cmd.mutable_ack_resize()->set_replicas(req->replicas());
+  loop_->Submit(std::move(cmd), [reactor, resp, id](absl::StatusOr<Applied> applied) {
+    if (!applied.ok()) {
+      reactor->Finish(ToGrpc(applied.status()));
+      return;
+    }
+    for (const auto& e : applied->events) {
+      if (e.job != id || e.type != core::EventType::kError) continue;
+      // The core re-checks: a request that moved on meanwhile is stale; a
+      // size outside the request is bad input.
+      const bool bad_size = e.reason.rfind("ack_resize.replicas", 0) == 0;
+      reactor->Finish(grpc::Status(bad_size ? grpc::StatusCode::INVALID_ARGUMENT : grpc::StatusCode::FAILED_PRECONDITION,
+                                   e.reason));
+      return;
+    }
+    if (const v1::JobInfo* after = applied->model->FindJob(id)) *resp->mutable_job() = *after;
+    reactor->Finish(grpc::Status::OK);
+  });
+  return reactor;
+}
+
+void ElasticServiceImpl::Notify() {
+  std::vector<std::shared_ptr<Watcher>> watchers;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    watchers = registry_;
+  }
+  for (auto& w : watchers) w->Check();
+}
+
+void ElasticServiceImpl::CloseStreams() {
+  std::vector<std::shared_ptr<Watcher>> watchers;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    watchers = registry_;
+  }
+  for (auto& w : watchers) {
+    w->Close(grpc::Status(grpc::StatusCode::UNAVAILABLE, "the broker is shutting down; reconnect"));
+  }
+}
+
+}  // namespace tidegate::service

@@ -1,0 +1,47 @@
+// ElasticService (DESIGN.md §5, §7): elastic training frameworks watch their
+// job's resize requests and ack them. Requests come from the core (growth,
+// reclaim shrinks, tide); acks go back to it as `ack_resize` commands.
+//
+// Threading: thread-safe; handlers run on gRPC's threads, Notify on the core
+// loop's responder thread.
+#ifndef TIDEGATE_BROKER_SERVICE_ELASTIC_SERVICE_H_
+#define TIDEGATE_BROKER_SERVICE_ELASTIC_SERVICE_H_
+
+#include <memory>
+#include <mutex>
+#include <vector>
+
+#include "broker/service/core_loop.h"
+#include "tidegate/v1/service.grpc.pb.h"
+
+namespace tidegate::service {
+
+class ElasticServiceImpl final : public v1::ElasticService::CallbackService {
+ public:
+  explicit ElasticServiceImpl(CoreLoop* loop) : loop_(loop) {}
+
+  // Streams the job's pending request at once (a reconnecting subscriber
+  // catches up), then every new one, until the job ends. NOT_FOUND for an
+  // unknown job, FAILED_PRECONDITION for a rigid one.
+  grpc::ServerWriteReactor<v1::ResizeRequest>* WatchResizes(grpc::CallbackServerContext* ctx,
+                                                           const v1::WatchResizesRequest* req) override;
+  // FAILED_PRECONDITION for a stale epoch (or no request pending),
+  // INVALID_ARGUMENT for replicas outside what the request allows.
+  grpc::ServerUnaryReactor* AckResize(grpc::CallbackServerContext* ctx, const v1::AckResizeRequest* req,
+                                      v1::AckResizeResponse* resp) override;
+
+  // Wakes the streams; the server calls it after every batch.
+  void Notify();
+  // Ends every stream with UNAVAILABLE (shutdown: clients reconnect).
+  void CloseStreams();
+
+ private:
+  class Watcher;
+  CoreLoop* loop_;
+  std::mutex mu_;
+  std::vector<std::shared_ptr<Watcher>> registry_;  // guarded by mu_
+};
+
+}  // namespace tidegate::service
+
+#endif  // TIDEGATE_BROKER_SERVICE_ELASTIC_SERVICE_H_
