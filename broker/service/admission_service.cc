@@ -3,6 +3,7 @@
 #include <optional>
 
 #include "absl/strings/str_cat.h"
+#include "broker/service/queued_writer.h"
 #include "broker/service/services.h"
 
 namespace tidegate::service {
@@ -188,7 +189,7 @@ grpc::ServerUnaryReactor* AdmissionServiceImpl::GetJob(grpc::CallbackServerConte
 
 // A WaitAdmission stream: the job's state now, then every change, until it
 // is admitted or gone. Kept alive by shared_ptrs until gRPC calls OnDone.
-class AdmissionServiceImpl::Waiter : public grpc::ServerWriteReactor<v1::WaitAdmissionResponse> {
+class AdmissionServiceImpl::Waiter : public QueuedWriter<v1::WaitAdmissionResponse> {
  public:
   Waiter(AdmissionServiceImpl* svc, std::string job) : svc_(svc), job_(std::move(job)) {}
 
@@ -204,15 +205,14 @@ class AdmissionServiceImpl::Waiter : public grpc::ServerWriteReactor<v1::WaitAdm
   // Compares the published job with what was last sent; thread-safe.
   void Check() {
     std::lock_guard<std::recursive_mutex> lock(mu_);
-    if (finished_) return;
+    if (finished()) return;
     auto model = svc_->loop_->Published();
     const v1::JobInfo* j = model->FindJob(job_);
     if (!j) {
       if (!sent_any_) {
         Done(grpc::Status(grpc::StatusCode::NOT_FOUND, absl::StrCat("job '", job_, "' is not known")));
       } else {
-        finish_after_writes_ = true;  // it ended (or was released) meanwhile.
-        Pump();
+        FinishAfterWrites();  // it ended (or was released) meanwhile.
       }
       return;
     }
@@ -223,35 +223,11 @@ class AdmissionServiceImpl::Waiter : public grpc::ServerWriteReactor<v1::WaitAdm
       r.mutable_job()->set_queue_position(model->QueuePosition(*j));
       last_ = *j;
       sent_any_ = true;
-      pending_.push_back(std::move(r));
-      if (j->state() == v1::JOB_STATE_ADMITTED) finish_after_writes_ = true;
+      Send(std::move(r));
+      if (j->state() == v1::JOB_STATE_ADMITTED) FinishAfterWrites();
     }
-    Pump();
   }
 
-  void Close(const grpc::Status& status) {
-    std::lock_guard<std::recursive_mutex> lock(mu_);
-    if (!writing_) Done(status);
-    else close_with_ = status;
-  }
-
-  void OnWriteDone(bool ok) override {
-    std::lock_guard<std::recursive_mutex> lock(mu_);
-    writing_ = false;
-    if (!ok) {
-      Done(grpc::Status(grpc::StatusCode::CANCELLED, "the client went away"));
-      return;
-    }
-    if (close_with_) {
-      Done(*close_with_);
-      return;
-    }
-    Pump();
-  }
-  void OnCancel() override {
-    std::lock_guard<std::recursive_mutex> lock(mu_);
-    Done(grpc::Status(grpc::StatusCode::CANCELLED, "cancelled"));
-  }
   void OnDone() override {
     std::shared_ptr<Waiter> self;
     {
@@ -264,35 +240,11 @@ class AdmissionServiceImpl::Waiter : public grpc::ServerWriteReactor<v1::WaitAdm
   }
 
  private:
-  void Pump() {
-    if (finished_ || writing_) return;
-    if (!pending_.empty()) {
-      current_ = std::move(pending_.front());
-      pending_.pop_front();
-      writing_ = true;
-      StartWrite(&current_);
-      return;
-    }
-    if (finish_after_writes_) Done(grpc::Status::OK);
-  }
-  void Done(grpc::Status status) {
-    if (finished_) return;
-    finished_ = true;
-    Finish(status);
-  }
-
   AdmissionServiceImpl* svc_;
   std::string job_;
-  std::recursive_mutex mu_;  // reactions may run inline with Check().
-  bool finished_ = false;
-  bool writing_ = false;
   bool sent_any_ = false;
-  bool finish_after_writes_ = false;
   v1::JobInfo last_;
-  std::deque<v1::WaitAdmissionResponse> pending_;
-  v1::WaitAdmissionResponse current_;
   std::shared_ptr<Waiter> self_;
-  std::optional<grpc::Status> close_with_;
 };
 
 grpc::ServerWriteReactor<v1::WaitAdmissionResponse>* AdmissionServiceImpl::WaitAdmission(

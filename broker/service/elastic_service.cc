@@ -1,16 +1,15 @@
 #include "broker/service/elastic_service.h"
 
 #include <algorithm>
-#include <deque>
-#include <optional>
 
 #include "absl/strings/str_cat.h"
+#include "broker/service/queued_writer.h"
 #include "broker/service/services.h"
 
 namespace tidegate::service {
 
 // One WatchResizes stream. Kept alive by shared_ptrs until gRPC calls OnDone.
-class ElasticServiceImpl::Watcher : public grpc::ServerWriteReactor<v1::ResizeRequest> {
+class ElasticServiceImpl::Watcher : public QueuedWriter<v1::ResizeRequest> {
  public:
   Watcher(ElasticServiceImpl* svc, std::string job) : svc_(svc), job_(std::move(job)) {}
 
@@ -26,15 +25,14 @@ class ElasticServiceImpl::Watcher : public grpc::ServerWriteReactor<v1::ResizeRe
   // Sends the job's pending request if it is newer than the last one sent.
   void Check() {
     std::lock_guard<std::recursive_mutex> lock(mu_);
-    if (finished_) return;
+    if (finished()) return;
     auto model = svc_->loop_->Published();
     const v1::JobInfo* j = model->FindJob(job_);
     if (!j) {
       if (!checked_) {
         Done(grpc::Status(grpc::StatusCode::NOT_FOUND, absl::StrCat("job '", job_, "' is not known")));
       } else {
-        finish_after_writes_ = true;  // it ended: nothing more will come.
-        Pump();
+        FinishAfterWrites();  // it ended: nothing more will come.
       }
       return;
     }
@@ -46,34 +44,10 @@ class ElasticServiceImpl::Watcher : public grpc::ServerWriteReactor<v1::ResizeRe
     checked_ = true;
     if (j->has_resize() && j->resize().epoch() > last_epoch_) {
       last_epoch_ = j->resize().epoch();
-      pending_.push_back(j->resize());
+      Send(j->resize());
     }
-    Pump();
   }
 
-  void Close(const grpc::Status& status) {
-    std::lock_guard<std::recursive_mutex> lock(mu_);
-    if (!writing_) Done(status);
-    else close_with_ = status;
-  }
-
-  void OnWriteDone(bool ok) override {
-    std::lock_guard<std::recursive_mutex> lock(mu_);
-    writing_ = false;
-    if (!ok) {
-      Done(grpc::Status(grpc::StatusCode::CANCELLED, "the client went away"));
-      return;
-    }
-    if (close_with_) {
-      Done(*close_with_);
-      return;
-    }
-    Pump();
-  }
-  void OnCancel() override {
-    std::lock_guard<std::recursive_mutex> lock(mu_);
-    Done(grpc::Status(grpc::StatusCode::CANCELLED, "cancelled"));
-  }
   void OnDone() override {
     std::shared_ptr<Watcher> self;
     {
@@ -85,35 +59,11 @@ class ElasticServiceImpl::Watcher : public grpc::ServerWriteReactor<v1::ResizeRe
   }
 
  private:
-  void Pump() {
-    if (finished_ || writing_) return;
-    if (!pending_.empty()) {
-      current_ = std::move(pending_.front());
-      pending_.pop_front();
-      writing_ = true;
-      StartWrite(&current_);
-      return;
-    }
-    if (finish_after_writes_) Done(grpc::Status::OK);
-  }
-  void Done(grpc::Status status) {
-    if (finished_) return;
-    finished_ = true;
-    Finish(status);
-  }
-
   ElasticServiceImpl* svc_;
   std::string job_;
-  std::recursive_mutex mu_;  // reactions may run inline with Check().
-  bool finished_ = false;
-  bool writing_ = false;
   bool checked_ = false;
-  bool finish_after_writes_ = false;
   int64_t last_epoch_ = 0;
-  std::deque<v1::ResizeRequest> pending_;
-  v1::ResizeRequest current_;
   std::shared_ptr<Watcher> self_;
-  std::optional<grpc::Status> close_with_;
 };
 
 grpc::ServerWriteReactor<v1::ResizeRequest>* ElasticServiceImpl::WatchResizes(grpc::CallbackServerContext* ctx,
