@@ -50,6 +50,14 @@ bool Admission::GrowFits(const Job& job) const {
 
 void Admission::GrowPass() {
   if (s_.teams_with_growable().empty() || s_.grow_idle_stamp == s_.change_stamp()) return;
+  // While a job waits for its victims, the free capacity its victim search
+  // counted on is its too: growing into it would leave it short when its
+  // victims are gone, and it would reclaim again, round after round.
+  for (int t : s_.teams_with_pending()) {
+    for (const QueueKey& k : s_.ns(t).pending) {
+      if (s_.job(k.job).victims_left > 0) return;
+    }
+  }
   // Candidate leaves, and how many lie in each subtree, for the descent.
   const size_t N = s_.config().nodes.size();
   std::vector<int> in_subtree(N, 0);
