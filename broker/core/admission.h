@@ -108,7 +108,7 @@ class Admission {
   // Runs the tide events due at `t`; true when something ran.
   bool RunTide(Time t);
   // At a boundary's lead: frees what the coming quota cannot hold.
-  void TideReclaim(Time boundary, const CompiledConfig& coming);
+  void TideReclaim(const CompiledConfig& coming);
   // Does adding `extra` to j's team fit every tide guard?
   bool FitsGuards(const Job& job, const std::vector<Quantity>& extra) const;
   // Compiles the quota in force at the state's now from base `source`.

@@ -151,7 +151,7 @@ bool Admission::RunTide(Time t) {
                              std::string(coming.status().message())));
       continue;
     }
-    TideReclaim(boundary, *coming);
+    TideReclaim(*coming);
     tide.guards.push_back({boundary, *std::move(coming)});
     tide.guard_usage_stamp = 0;
     s_.Changed();
@@ -187,8 +187,7 @@ bool Admission::FitsGuards(const Job& job, const std::vector<Quantity>& extra) c
 
 // ---------------------------------------------------------------- reclaim at the lead
 
-void Admission::TideReclaim(Time boundary, const CompiledConfig& coming) {
-  (void)boundary;
+void Admission::TideReclaim(const CompiledConfig& coming) {
   const CompiledConfig& now_cfg = s_.config();
   const int R = s_.R();
   for (size_t t = 1; t < coming.nodes.size(); ++t) {
