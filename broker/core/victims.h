@@ -42,8 +42,10 @@ struct CandidateKey {
   bool operator<(const CandidateKey& o) const;
 };
 
-// The candidate's lost work at `now`: GPUs x (now - max(last checkpoint,
-// admitted_at)).
+// The candidate's lost work at `now`: GPUs x (now - last checkpoint), the
+// last checkpoint being the latest of the reported one, admitted_at, and,
+// with a declared interval, admitted_at + k x interval (k the largest with
+// that <= now).
 u128 LostWork(const Job& job, Time now);
 
 // POLICY.md §3. Returns the victims of the first successful pass (empty when
