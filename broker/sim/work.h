@@ -28,6 +28,14 @@ namespace tidegate::sim {
 
 class WorkTracker {
  public:
+  // Work done, in ms of full-speed running, as an exact fraction num/den
+  // (den > 0, reduced): an elastic job at replicas/max progresses by
+  // fractions of a ms, and rounding each stretch would make completions late.
+  __extension__ typedef __int128 Int128;  // GCC's, not ISO C++ (-Wpedantic).
+  struct Work {
+    Int128 num = 0;
+    Int128 den = 1;
+  };
   struct Spec {
     std::optional<core::Time> work_ms;                // run_s; nullopt = runs until finished.
     std::optional<core::Time> checkpoint_interval_ms;  // > 0 to take effect.
@@ -69,14 +77,15 @@ class WorkTracker {
  private:
   struct Job {
     Spec spec;
-    core::Time done_ms = 0;        // progress when it last started (or stopped).
-    core::Time checkpoint_ms = 0;  // progress at the latest explicit checkpoint.
+    Work done;                     // progress when it last started (or stopped).
+    Work checkpoint;               // progress at the latest explicit checkpoint.
     core::Time running_since = -1;  // -1 when not running.
     uint64_t generation = 0;       // bumps invalidate scheduled completions.
     bool ended = false;
     int64_t rate_num = 1;          // progress per ms of running = num/den.
     int64_t rate_den = 1;
-    core::Time Progress(core::Time ran) const;
+    // done + `ran` ms of running at the current rate.
+    Work After(core::Time ran) const;
   };
   struct Completion {
     core::Time at;

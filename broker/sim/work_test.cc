@@ -20,6 +20,19 @@ TEST(WorkTest, ARunningJobCompletesAfterItsWork) {
   EXPECT_EQ(w.NextCompletion(), std::nullopt);
 }
 
+TEST(WorkTest, ElasticProgressIsExactAcrossResizes) {
+  // max 3: 1 s at 1/3 and 1 s at 2/3 is 1000 ms of work exactly (333.3 +
+  // 666.7), so 9000 ms remain at full speed. Rounding each stretch down
+  // would leave 9001 and complete 1 ms late.
+  WorkTracker w;
+  w.Register("j", Work(10'000));
+  w.SetRate("j", 0, 1, 3);
+  w.Start("j", 0);
+  w.SetRate("j", 1'000, 2, 3);
+  w.SetRate("j", 2'000, 3, 3);
+  EXPECT_EQ(w.NextCompletion(), 11'000);
+}
+
 TEST(WorkTest, PreemptionWithoutCheckpointLosesEverything) {
   WorkTracker w;
   w.Register("j", Work(1000'000));
