@@ -132,9 +132,42 @@ void Admission::Submit(const v1::JobSpec& spec) {
   submitted_.push_back(j);
 }
 
+namespace {
+
+// An adopted job as ParseJobSpec builds it, except that an elastic job found
+// running may state its current size in `replicas`: it is recorded at that
+// size, even outside [min, max] (adopt has no checks; DESIGN.md §9), and the
+// ordinary rules grow or shrink it from there.
+absl::StatusOr<Job> ParseAdopted(const CompiledConfig& c, const v1::JobSpec& in, Time now) {
+  const bool elastic = in.elastic().min() != 0 || in.elastic().max() != 0;
+  if (!elastic || !in.has_replicas()) return ParseJobSpec(c, in, now);
+  v1::JobSpec gang = in;
+  gang.clear_replicas();
+  absl::StatusOr<Job> job = ParseJobSpec(c, gang, now);
+  if (!job.ok()) return job;
+  const int64_t replicas = in.replicas();
+  if (replicas <= 0) return absl::InvalidArgumentError(absl::StrCat("replicas: ", replicas, " must be > 0"));
+  Quantity gpus = 0, largest = 0;
+  for (int r = 0; r < c.num_resources(); ++r) {
+    auto d = CheckedMul(job->per_replica[r], replicas);
+    if (!d) {
+      return absl::InvalidArgumentError(absl::StrCat("per_replica.", c.resources[r], ": ", replicas, " replicas x ",
+                                                     job->per_replica[r], " overflows int64"));
+    }
+    job->demand[r] = *d;
+    if (c.is_gpu[r]) gpus = SatAdd(gpus, *d);
+    largest = std::max(largest, *d);
+  }
+  job->replicas = replicas;
+  job->gpus = gpus > 0 ? gpus : largest;
+  return job;
+}
+
+}  // namespace
+
 void Admission::Adopt(const v1::AdoptJobs& batch) {
   for (const v1::JobSpec& spec : batch.jobs()) {
-    auto parsed = ParseJobSpec(s_.config(), spec, s_.now());
+    auto parsed = ParseAdopted(s_.config(), spec, s_.now());
     if (!parsed.ok()) {
       Reject(spec, parsed.status());
       continue;
@@ -364,7 +397,52 @@ void Admission::RunDue(Time now) {
 
 // ---------------------------------------------------------------- cycle
 
+std::vector<int> Admission::Waiters() {
+  std::vector<int> out;
+  for (auto it = s_.waiters().begin(); it != s_.waiters().end();) {
+    const Job& job = s_.job(*it);
+    if (job.phase == Phase::kQueued && job.victims_left > 0) {
+      out.push_back(*it++);
+    } else {
+      it = s_.waiters().erase(it);
+    }
+  }
+  // Queue order, not slot order: a restored core numbers its slots anew.
+  auto key = [&](int j) {
+    const Job& job = s_.job(j);
+    return QueueKey{-job.priority, job.created_at, &job.id, j};
+  };
+  std::sort(out.begin(), out.end(), [&](int a, int b) { return key(a) < key(b); });
+  return out;
+}
+
+void Admission::AdmitWaitersThatFit() {
+  for (const int j : Waiters()) {
+    Job& job = s_.job(j);
+    // Tested as §2 would test it with what its departed victims freed.
+    for (const auto& hold : job.holds) s_.AddUsage(hold.leaf, hold.cluster, hold.amount, -1);
+    if (Contested(job) != 0) {
+      for (const auto& hold : job.holds) s_.AddUsage(hold.leaf, hold.cluster, hold.amount, +1);
+      continue;
+    }
+    // It fits before all its victims have gone: admitted now; the others
+    // still leave (or shrink), for nobody.
+    job.holds.clear();
+    for (const int v : job.victims) {
+      if (s_.job(v).drain_for == j) s_.job(v).drain_for = -1;
+      if (s_.job(v).shrink_for == j) s_.job(v).shrink_for = -1;
+    }
+    job.victims.clear();
+    job.victims_left = 0;
+    s_.Changed();
+    Admit(j);
+  }
+}
+
 void Admission::Cycle() {
+  // A reclaimer is admitted at the first cycle in which it fits, before any
+  // other pending job, even if some of its victims are still leaving.
+  AdmitWaitersThatFit();
   // Victims that leave at once (grace 0) free capacity mid-pass, beyond what
   // their reclaimer may need, and are requeued; jobs already passed over (or
   // teams judged stuck) may fit now, so run another pass while that happens.
@@ -438,7 +516,7 @@ void Admission::ClassicalPass() {
     ++c.it;
     Job& job = s_.job(j);
     bool blocked;
-    if (job.victims_left > 0 || job.exceeds_max || job.parked_stamp == s_.change_stamp()) {
+    if (job.victims_left > 0 || job.exceeds_max || s_.Parked(job)) {
       blocked = true;
     } else {
       blocked = TryAdmit(j) != Outcome::kAdmitted;
@@ -505,7 +583,7 @@ void Admission::FairSharePass() {
     ++cursor[n];
     Job& job = s_.job(j);
     bool blocked;
-    if (job.victims_left > 0 || job.exceeds_max || job.parked_stamp == s_.change_stamp()) {
+    if (job.victims_left > 0 || job.exceeds_max || s_.Parked(job)) {
       blocked = true;
     } else {
       blocked = TryAdmit(j) != Outcome::kAdmitted;
@@ -602,6 +680,7 @@ Admission::Outcome Admission::TryAdmit(int j) {
     return Outcome::kQueued;
   }
   job.parked_stamp = s_.change_stamp();
+  job.search_failed_at = -1;
   if (!PassesGate(job, contested)) {
     job.reason = BindingReason(job, contested);
     return Outcome::kQueued;
@@ -614,6 +693,7 @@ Admission::Outcome Admission::TryAdmit(int j) {
   const std::vector<Victim> victims =
       opt.fair_sharing ? FairShareVictims(s_, j, contested) : ClassicalVictims(s_, j, contested);
   if (victims.empty()) {
+    job.search_failed_at = s_.now();
     job.reason = BindingReason(job, contested);
     return Outcome::kQueued;
   }
@@ -653,8 +733,9 @@ void Admission::ChooseVictims(int j, const std::vector<Victim>& victims) {
   reclaim.job = job.id;
   reclaim.team = s_.node(job.team).name;
   reclaim.decision = v1::DECISION_PREEMPTING;
-  std::vector<int> leaving_now, shrunk_now;
+  std::vector<int> leaving_now;
   job.victims_left = static_cast<int>(victims.size());
+  s_.waiters().insert(j);
   for (const Victim& v : victims) {
     Job& victim = s_.job(v.job);
     const char* why = v.kind == VictimKind::kReclaim ? "reclaim" : v.kind == VictimKind::kPriority ? "priority" : "fair_share";
@@ -662,9 +743,10 @@ void Admission::ChooseVictims(int j, const std::vector<Victim>& victims) {
     reclaim.victims.push_back(victim.id);
     job.victims.push_back(v.job);
     if (v.shrink_to >= 0) {
-      // A shrink: a resize request; its capacity is freed at the ack.
+      // A shrink: a resize request; its capacity is freed at the ack, or
+      // at its deadline with a `deadline` record, even when that is now
+      // (grace 0): an ack at the deadline's instant is still in time.
       RequestResize(v.job, v.shrink_to, why, j);
-      if (victim.resize_deadline <= s_.now()) shrunk_now.push_back(v.job);
       continue;
     }
     DropGrowRequest(v.job);
@@ -691,8 +773,6 @@ void Admission::ChooseVictims(int j, const std::vector<Victim>& victims) {
   job.announced = true;
   Emit(std::move(reclaim));
   s_.Changed();
-  for (int v : shrunk_now) CompleteResize(v, s_.job(v).resize_to);
-  ResolveDeferred();
   for (int v : leaving_now) Leave(v, /*ended=*/false);
 }
 
@@ -759,8 +839,19 @@ void Admission::ResolveWaiting(int j) {
   job.parked_stamp = 0;
   s_.Changed();
   // Tested with §2 at once, before any other pending job; if it no longer
-  // fits it returns to its place in the queue.
-  if (Contested(job) == 0) Admit(j);
+  // fits it returns to its place in the queue, with a record saying why.
+  const ResourceMask contested = Contested(job);
+  if (contested == 0) {
+    Admit(j);
+    return;
+  }
+  job.reason = ExceedsMax(job) ? "exceeds_max" : BindingReason(job, contested);
+  Event e;
+  e.type = EventType::kQueue;
+  e.job = job.id;
+  e.team = s_.node(job.team).name;
+  e.reason = job.reason;
+  Emit(std::move(e));
 }
 
 void Admission::AnnounceQueued() {

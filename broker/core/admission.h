@@ -24,6 +24,12 @@ absl::StatusOr<Job> ParseJobSpec(const CompiledConfig& config, const v1::JobSpec
 // config change.
 void ResetTide(State& s);
 
+// The teams whose own tide rule raises their guarantee or private part
+// (g - lend_limit) at `boundary`, as node indices of `coming` (the quota in
+// force from the boundary). An ancestor that rises only through a child's
+// sum is not one of them. Lead reclaim and the guard are for these rises.
+std::vector<int> RisingTeams(const v1::Config& source, const CompiledConfig& coming, Time boundary);
+
 class Admission {
  public:
   explicit Admission(State& s) : s_(s) {}
@@ -74,6 +80,12 @@ class Admission {
   // A draining job departs (grace over, or it ended). `ended` = it finished.
   void Leave(int v, bool ended);
   void ResolveWaiting(int j);
+  // The jobs waiting for their victims, in queue order (stale entries of
+  // State::waiters dropped).
+  std::vector<int> Waiters();
+  // Admits every waiting reclaimer that fits now, its departed victims'
+  // capacity counted as free (POLICY.md §4 as the project settles it).
+  void AdmitWaitersThatFit();
   void ClassicalPass();
   void FairSharePass();
   bool TeamStuck(int team) const;
@@ -107,8 +119,9 @@ class Admission {
   // ---- tide (tide_reclaim.cc): POLICY.md §6.
   // Runs the tide events due at `t`; true when something ran.
   bool RunTide(Time t);
-  // At a boundary's lead: frees what the coming quota cannot hold.
-  void TideReclaim(const CompiledConfig& coming);
+  // At a boundary's lead: frees what the coming quota cannot hold on the
+  // path of each team in `rising` (RisingTeams).
+  void TideReclaim(const CompiledConfig& coming, const std::vector<int>& rising);
   // Does adding `extra` to j's team fit every tide guard?
   bool FitsGuards(const Job& job, const std::vector<Quantity>& extra) const;
   // Compiles the quota in force at the state's now from base `source`.

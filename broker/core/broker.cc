@@ -45,7 +45,15 @@ std::vector<Event> Broker::Apply(const v1::Command& command, Time now) {
   State& s = *state_;
   s.out().clear();
   Admission adm(s);
-  adm.RunDue(std::max(now, s.now()));
+  const Time t = std::max(now, s.now());
+  if (command.kind_case() == v1::Command::kAckResize) {
+    // An ack at its deadline's instant is in time: it goes before the work
+    // due at that instant (which would enforce or withdraw the resize).
+    adm.RunDue(t - 1);
+    s.set_now(t);
+    adm.AckResize(command.ack_resize());
+  }
+  adm.RunDue(t);
   switch (command.kind_case()) {
     case v1::Command::kSubmit: adm.Submit(command.submit()); break;
     case v1::Command::kAdopt: adm.Adopt(command.adopt()); break;
@@ -55,7 +63,7 @@ std::vector<Event> Broker::Apply(const v1::Command& command, Time now) {
     case v1::Command::kSetCapacity: adm.SetCapacity(command.set_capacity()); break;
     case v1::Command::kApplyConfig: adm.ApplyConfig(command.apply_config()); break;
     case v1::Command::kVacate: adm.Vacate(command.vacate()); break;
-    case v1::Command::kAckResize: adm.AckResize(command.ack_resize()); break;
+    case v1::Command::kAckResize: break;  // above.
     case v1::Command::kTick: break;
     case v1::Command::KIND_NOT_SET: adm.Error("", "command: no command given"); break;
   }

@@ -50,16 +50,30 @@ bool Admission::GrowFits(const Job& job) const {
 
 void Admission::GrowPass() {
   if (s_.teams_with_growable().empty() || s_.grow_idle_stamp == s_.change_stamp()) return;
-  // While a job waits for its victims, the free capacity its victim search
-  // counted on is its too: growing into it would leave it short when its
-  // victims are gone, and it would reclaim again, round after round.
-  for (int t : s_.teams_with_pending()) {
-    for (const QueueKey& k : s_.ns(t).pending) {
-      if (s_.job(k.job).victims_left > 0) return;
+  // While a job waits for its victims, the capacity its victim search
+  // counted on is its too: its cluster's free capacity and the headroom of
+  // the nodes on its path. Growing into it would leave it short when its
+  // victims are gone, and it would reclaim again, round after round. Growth
+  // elsewhere (another cluster, a disjoint subtree) goes on. The root is on
+  // every path; its headroom is the clusters' free capacity, which the
+  // cluster rule already keeps.
+  const size_t N = s_.config().nodes.size();
+  std::vector<bool> held_node(N, false);
+  std::vector<bool> held_cluster(s_.config().clusters.size(), false);
+  for (const int w : Waiters()) {
+    held_cluster[s_.job(w).cluster] = true;
+    for (int a : s_.node(s_.job(w).team).path) {
+      if (a != kRootNode) held_node[a] = true;
     }
   }
+  auto held = [&](const Job& job) {
+    if (held_cluster[job.cluster]) return true;
+    for (int a : s_.node(job.team).path) {
+      if (held_node[a]) return true;
+    }
+    return false;
+  };
   // Candidate leaves, and how many lie in each subtree, for the descent.
-  const size_t N = s_.config().nodes.size();
   std::vector<int> in_subtree(N, 0);
   std::vector<bool> candidate(N, false);
   for (int t : s_.teams_with_growable()) {
@@ -111,7 +125,7 @@ void Admission::GrowPass() {
     // Its first job (queue order) that one more replica fits.
     int pick = -1;
     for (const QueueKey& k : s_.ns(n).growable) {
-      if (GrowFits(s_.job(k.job))) {
+      if (!held(s_.job(k.job)) && GrowFits(s_.job(k.job))) {
         pick = k.job;
         break;
       }

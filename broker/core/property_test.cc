@@ -404,11 +404,9 @@ class Checker {
         }
       }
       if (e.type == EventType::kAdmit) {
-        if (outstanding_.contains(e.job)) {
-          // Its victims' (or shrinks') records must come before its admit.
-          return absl::StrCat("event order: ", e.job, " admitted while ", outstanding_.at(e.job),
-                              " of its victims have not yet left or shrunk by the events");
-        }
+        // A reclaimer is admitted as soon as it fits, even while some of its
+        // victims still drain or shrink (they go on, for nobody).
+        if (outstanding_.contains(e.job)) Detach(e.job);
         if (std::string err = CheckAdmit(e, baseline); !err.empty()) return err;
         holding_.insert(e.job);
         if (el_.contains(e.job)) {
@@ -659,6 +657,7 @@ class Checker {
       }
       if (e.to >= e.from) return absl::StrCat("shrink: ", e.job, " ", e.from, " -> ", e.to);
       ++coverage.shrinks;
+      if (e.deadline <= e.at) ++coverage.immediate_shrinks;
       if (!specs_.contains(e.by) || holding_.contains(e.by)) {
         return absl::StrCat("shrink: ", e.job, " shrinks for ", e.by, ", which is not a waiting job");
       }
@@ -670,18 +669,8 @@ class Checker {
       el.replicas = e.from;  // the capacity stays until the ack or the deadline
       return err;
     }
-    if (e.type == EventType::kReclaim) {
-      // Shrinks with no grace (deadline now) are given at once.
-      for (const std::string& v : e.victims) {
-        auto vit = el_.find(v);
-        if (vit == el_.end() || !vit->second.shrink_pending() || vit->second.shrink_for != e.job) continue;
-        if (vit->second.deadline <= e.at) {
-          ++coverage.immediate_shrinks;
-          Complete(v, vit->second.to);
-        }
-      }
-      return "";
-    }
+    // Shrinks with no grace are due at once but still end by their ack or
+    // their `deadline` record (an ack at the deadline's instant is in time).
     if (it == el_.end()) return "";
     ElasticState& el = it->second;
     switch (e.type) {
@@ -734,6 +723,19 @@ class Checker {
     return "";
   }
 
+  // A waiting job ended or was admitted: its holds are released, its victims
+  // drain (or shrink) for nobody.
+  void Detach(const std::string& waiter) {
+    holds_.erase(waiter);
+    outstanding_.erase(waiter);
+    for (auto it = drain_for_.begin(); it != drain_for_.end();) {
+      it = it->second == waiter ? drain_for_.erase(it) : std::next(it);
+    }
+    for (auto& [id, el] : el_) {
+      if (el.shrink_for == waiter) el.shrink_for.clear();
+    }
+  }
+
   // Capacity held for a waiting job by its departed victims (POLICY.md §4),
   // followed from the events alone.
   std::string Track(const Event& e) {
@@ -758,18 +760,7 @@ class Checker {
             outstanding_.erase(waiter);
           }
         }
-        if (e.type == EventType::kEnd && outstanding_.contains(e.job)) {
-          // A waiting job ended: its holds are released, its victims drain for nobody.
-          holds_.erase(e.job);
-          outstanding_.erase(e.job);
-          for (auto it = drain_for_.begin(); it != drain_for_.end();) {
-            it = it->second == e.job ? drain_for_.erase(it) : std::next(it);
-          }
-          // Its shrinking victims go on shrinking, for nobody.
-          for (auto& [id, el] : el_) {
-            if (el.shrink_for == e.job) el.shrink_for.clear();
-          }
-        }
+        if (e.type == EventType::kEnd && outstanding_.contains(e.job)) Detach(e.job);
         return "";
       }
       default:
@@ -959,7 +950,9 @@ class Checker {
     if (j.resize_from >= 0 && j.state != v1::JOB_STATE_ADMITTED) {
       return absl::StrCat("elastic request: ", j.id, " has a resize pending while not admitted");
     }
-    if (j.resize_from >= 0 && j.resize_deadline <= now_) {
+    // Due now is not overdue: a shrink with grace 0 is due at its request
+    // and enforced by the next Apply at that instant (an ack then is in time).
+    if (j.resize_from >= 0 && j.resize_deadline < now_) {
       return absl::StrCat("overdue resize: ", j.id, " request ", j.resize_from, " -> ", j.resize_to, " was due at +",
                           (j.resize_deadline - kStart) / kSec, "s, now +", (now_ - kStart) / kSec, "s");
     }

@@ -68,7 +68,7 @@ v1::CoreSnapshot Broker::Snapshot() const {
     js->set_resize_reason(job.resize_reason);
     if (job.shrink_for >= 0) js->set_shrink_for(s.job(job.shrink_for).id);
     js->set_grow_backoff_until_ms(job.grow_backoff_until);
-    js->set_parked(job.parked_stamp == s.change_stamp());
+    js->set_parked(s.Parked(job));
   }
   out.set_tide_lead_cursor_ms(s.tide().lead_cursor);
   out.set_tide_apply_cursor_ms(s.tide().apply_cursor);
@@ -98,8 +98,12 @@ absl::StatusOr<std::unique_ptr<Broker>> Broker::Restore(const v1::CoreSnapshot& 
     job.reason = js.reason();
     job.announced = true;
     if (job.elastic()) {
-      if (js.replicas() < job.elastic_min || js.replicas() > job.elastic_max) {
-        return bad("job '", job.id, "' has ", js.replicas(), " replicas, outside its elastic range");
+      // An adopted job may run outside [min, max] (adopt has no checks).
+      if (js.replicas() <= 0) return bad("job '", job.id, "' has ", js.replicas(), " replicas");
+      for (Quantity q : job.per_replica) {
+        if (!CheckedMul(q, js.replicas())) {
+          return bad("job '", job.id, "' has ", js.replicas(), " replicas: its demand overflows int64");
+        }
       }
       job.epoch = js.epoch();
       job.resize_from = js.resize_from();
@@ -132,6 +136,7 @@ absl::StatusOr<std::unique_ptr<Broker>> Broker::Restore(const v1::CoreSnapshot& 
       job.victims.push_back(vj);
     }
     job.victims_left = static_cast<int>(job.victims.size());
+    if (job.victims_left > 0) s.waiters().insert(j);
     for (const auto& h : js.holds()) {
       auto team = s.config().node_index.find(h.team());
       auto cluster = s.config().cluster_index.find(h.cluster());
@@ -164,7 +169,14 @@ absl::StatusOr<std::unique_ptr<Broker>> Broker::Restore(const v1::CoreSnapshot& 
   // Jobs that were parked stay parked until the next change, as they would
   // have in the original.
   for (const v1::JobSnapshot& js : snap.jobs()) {
-    if (js.parked()) s.job(s.FindJob(js.spec().job())).parked_stamp = s.change_stamp();
+    if (js.parked()) {
+      // Parked now; whether by a victim search is not kept, so count it as
+      // one: a later instant tries it again, which for any other failure
+      // gives the same answer.
+      Job& job = s.job(s.FindJob(js.spec().job()));
+      job.parked_stamp = s.change_stamp();
+      job.search_failed_at = s.now();
+    }
   }
   return std::unique_ptr<Broker>(new Broker(std::move(state)));
 }

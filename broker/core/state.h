@@ -66,6 +66,10 @@ struct Job {
   Time requeued_at = -1;        // backoff: no victims before requeued_at + backoff.
   bool exceeds_max = false;     // parked until the config changes.
   uint64_t parked_stamp = 0;    // see State::change_stamp.
+  // The instant its victim search last found none. With least_lost_work the
+  // candidate order moves with time, so the search is tried again at a later
+  // instant (a tick) even when nothing else changed (State::Parked).
+  Time search_failed_at = -1;
   std::string reason;           // why it waits.
 
   // Elastic (elastic_max > 0): admitted with elastic_min replicas as a gang,
@@ -140,9 +144,12 @@ class ComingUsage {
   bool NodeFits(int n) const;          // u <= g + b (root: u <= g) on every resource.
   bool PathFits(int n) const;          // NodeFits for n and all its ancestors.
   bool WithinGuarantee(int n) const;   // u <= g on every resource.
-  // Would adding `extra` at `leaf` keep every node on its path fitting (or
-  // not make a node that is already over any worse)?
+  // POLICY.md §2's fit test under this quota: extra_r <= max(0,
+  // available(leaf)) on every r with extra_r > 0 (capacity is not tested:
+  // it does not follow the tide).
   bool FitsWith(int leaf, const std::vector<Quantity>& extra) const;
+  // available(n) for resource r under this quota (POLICY.md §1).
+  Quantity Available(int n, int r) const;
 
  private:
   void Sum(int n);
@@ -222,9 +229,20 @@ class State {
   // need not be retried while the stamp is still s.
   uint64_t change_stamp() const { return change_stamp_; }
   void Changed() { ++change_stamp_; }
+  // Need a cycle not try `job` again? It failed at this stamp, and not in a
+  // victim search whose order has moved with time since (POLICY.md §3 key 5
+  // makes lost work, and so the search, depend on now).
+  bool Parked(const Job& job) const {
+    if (job.parked_stamp != change_stamp_) return false;
+    return !(config_.policy.least_lost_work && job.search_failed_at >= 0 && job.search_failed_at < now_);
+  }
 
   Time now() const { return now_; }
   void set_now(Time t) { now_ = t; }
+
+  // Queued jobs that chose victims and wait for them (victims_left > 0). May
+  // hold stale slots (a job that ended, was admitted or reused); users check.
+  std::set<int>& waiters() { return waiters_; }
 
   std::vector<Event>& out() { return out_; }
 
@@ -270,6 +288,7 @@ class State {
   absl::flat_hash_map<std::string, int> job_index_;
   std::set<int> teams_with_pending_;
   std::set<int> teams_with_growable_;
+  std::set<int> waiters_;
   std::priority_queue<Timer, std::vector<Timer>, std::greater<>> timers_;
   uint64_t job_gen_ = 0;
   uint64_t change_stamp_ = 1;

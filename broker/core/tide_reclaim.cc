@@ -84,20 +84,17 @@ bool ComingUsage::WithinGuarantee(int n) const {
   return true;
 }
 
+Quantity ComingUsage::Available(int n, int r) const {
+  const NodeConfig& nc = c_->nodes[n];
+  if (n == kRootNode) return nc.g[r] - u_[n][r];
+  const Quantity own = SatSub(SatAdd(nc.g[r], nc.b[r]), u_[n][r]);
+  const Quantity slack = std::max<Quantity>(0, nc.p[r] - u_[n][r]);
+  return std::min(own, SatAdd(slack, Available(nc.parent, r)));
+}
+
 bool ComingUsage::FitsWith(int leaf, const std::vector<Quantity>& extra) const {
-  // Walks the path up with the extra usage, as Add would, without changing u.
   for (int r = 0; r < R_; ++r) {
-    Quantity delta = extra[r];
-    int n = leaf;
-    for (;;) {
-      const NodeConfig& nc = c_->nodes[n];
-      const Quantity u = u_[n][r] + delta;
-      const Quantity limit = n == kRootNode ? nc.g[r] : SatAdd(nc.g[r], nc.b[r]);
-      if (delta > 0 && u > limit) return false;
-      if (n == kRootNode) break;
-      delta = std::max(u, nc.p[r]) - std::max(u_[n][r], nc.p[r]);
-      n = nc.parent;
-    }
+    if (extra[r] > 0 && extra[r] > std::max<Quantity>(0, Available(leaf, r))) return false;
   }
   return true;
 }
@@ -106,6 +103,40 @@ bool ComingUsage::FitsWith(int leaf, const std::vector<Quantity>& extra) const {
 
 absl::StatusOr<CompiledConfig> Admission::CompileAt(const v1::Config& source, Time t) const {
   return HasTide(source) ? CompileConfig(EffectiveConfig(source, t)) : CompileConfig(source);
+}
+
+std::vector<int> RisingTeams(const v1::Config& source, const CompiledConfig& coming, Time boundary) {
+  // Only a team's own rule counts: an inner node without an entry of its own
+  // rises with its children's sum, but that is the child's rise, not its own.
+  const v1::Config before_src = EffectiveConfig(source, boundary - 1);
+  const v1::Config at_src = EffectiveConfig(source, boundary);
+  auto before = CompileConfig(before_src);
+  if (!before.ok()) return {};
+  std::vector<int> rising;
+  for (int i = 0; i < at_src.teams_size() && i < before_src.teams_size(); ++i) {
+    const v1::Team& at = at_src.teams(i);
+    const v1::Team& was = before_src.teams(i);
+    auto n = coming.node_index.find(at.name());
+    auto nb = before->node_index.find(at.name());
+    if (n == coming.node_index.end() || nb == before->node_index.end()) continue;
+    for (int r = 0; r < coming.num_resources(); ++r) {
+      const std::string& res = coming.resources[r];
+      auto rb = before->resource_index.find(res);
+      if (rb == before->resource_index.end()) continue;
+      auto ea = at.quota().find(res);
+      auto eb = was.quota().find(res);
+      const std::string a = ea == at.quota().end() ? std::string() : ea->second.SerializeAsString();
+      const std::string b = eb == was.quota().end() ? std::string() : eb->second.SerializeAsString();
+      if (a == b) continue;  // its own entry does not change here.
+      const NodeConfig& now_n = before->nodes[nb->second];
+      const NodeConfig& next_n = coming.nodes[n->second];
+      if (next_n.g[r] > now_n.g[rb->second] || next_n.p[r] > now_n.p[rb->second]) {
+        rising.push_back(n->second);
+        break;
+      }
+    }
+  }
+  return rising;
 }
 
 void ResetTide(State& s) {
@@ -121,7 +152,9 @@ void ResetTide(State& s) {
   // Guards for boundaries whose lead ran but which are not in force yet.
   for (auto b = tide.next_apply; b && *b <= tide.lead_cursor; b = NextTideBoundary(s.source(), *b)) {
     auto coming = CompileConfig(EffectiveConfig(s.source(), *b));
-    if (coming.ok()) tide.guards.push_back({*b, *std::move(coming)});
+    if (coming.ok() && !RisingTeams(s.source(), *coming, *b).empty()) {
+      tide.guards.push_back({*b, *std::move(coming)});
+    }
   }
 }
 
@@ -151,7 +184,11 @@ bool Admission::RunTide(Time t) {
                              std::string(coming.status().message())));
       continue;
     }
-    TideReclaim(*coming);
+    // Only a rise is prepared for: a fall gives capacity away at the
+    // boundary (the queue first, then growth), with nothing to guard before.
+    const std::vector<int> rising = RisingTeams(s_.source(), *coming, boundary);
+    if (rising.empty()) continue;
+    TideReclaim(*coming, rising);
     tide.guards.push_back({boundary, *std::move(coming)});
     tide.guard_usage_stamp = 0;
     s_.Changed();
@@ -187,16 +224,9 @@ bool Admission::FitsGuards(const Job& job, const std::vector<Quantity>& extra) c
 
 // ---------------------------------------------------------------- reclaim at the lead
 
-void Admission::TideReclaim(const CompiledConfig& coming) {
-  const CompiledConfig& now_cfg = s_.config();
+void Admission::TideReclaim(const CompiledConfig& coming, const std::vector<int>& rising) {
   const int R = s_.R();
-  for (size_t t = 1; t < coming.nodes.size(); ++t) {
-    // Only a rise of the guarantee or of its private part reclaims early.
-    bool rises = false;
-    for (int r = 0; r < R; ++r) {
-      if (coming.nodes[t].g[r] > now_cfg.nodes[t].g[r] || coming.nodes[t].p[r] > now_cfg.nodes[t].p[r]) rises = true;
-    }
-    if (!rises) continue;
+  for (const int t : rising) {
     ComingUsage u = UsageUnder(s_, coming, /*exclude_draining=*/true);
     if (u.PathFits(static_cast<int>(t))) continue;
     const std::string by = absl::StrCat("tide:", coming.nodes[t].name);
@@ -297,8 +327,7 @@ void Admission::TideReclaim(const CompiledConfig& coming) {
     for (const auto& [j, shrink_to] : victims) {
       Job& victim = s_.job(j);
       if (shrink_to >= 0) {
-        RequestResize(j, shrink_to, "tide", -1, by);
-        if (victim.resize_deadline <= s_.now()) CompleteResize(j, shrink_to);  // no waiter: nothing deferred.
+        RequestResize(j, shrink_to, "tide", -1, by);  // enforced at its deadline, even now.
         continue;
       }
       DropGrowRequest(j);

@@ -122,6 +122,10 @@ class Run {
   }
   SimResult result_;
   int next_progress_tenth_ = 1;
+  // The next periodic tick (policy.tick_s after the previous one, from
+  // start); kNever when tick_s is 0.
+  Time next_tick_ = kNever;
+  Time tick_ms_ = 0;
 };
 
 void Run::BuildInputs() {
@@ -232,19 +236,7 @@ absl::Status Run::RunDue() {
   int stuck = 0;
   std::optional<Time> last_deadline;
   while (true) {
-    std::optional<Time> deadline = broker_->NextDeadline();
-    if (deadline && *deadline <= now_) {
-      stuck = (deadline == last_deadline) ? stuck + 1 : 0;
-      if (stuck > kMaxStuckTicks) {
-        return absl::InternalError(absl::StrCat(
-            "core: NextDeadline() stays at ", *deadline, " ms after Apply(Tick, ", now_, ")"));
-      }
-      last_deadline = deadline;
-      v1::Command tick;
-      tick.mutable_tick();
-      Apply(tick);
-      continue;
-    }
+    // Acks first: an ack at a deadline's instant is in time.
     if (!acks_.empty() && acks_.top().at <= now_) {
       const PendingAck ack = acks_.top();
       acks_.pop();
@@ -256,6 +248,19 @@ absl::Status Run::RunDue() {
       command.mutable_ack_resize()->set_epoch(ack.epoch);
       command.mutable_ack_resize()->set_replicas(ack.replicas);
       Apply(command);
+      continue;
+    }
+    std::optional<Time> deadline = broker_->NextDeadline();
+    if (deadline && *deadline <= now_) {
+      stuck = (deadline == last_deadline) ? stuck + 1 : 0;
+      if (stuck > kMaxStuckTicks) {
+        return absl::InternalError(absl::StrCat(
+            "core: NextDeadline() stays at ", *deadline, " ms after Apply(Tick, ", now_, ")"));
+      }
+      last_deadline = deadline;
+      v1::Command tick;
+      tick.mutable_tick();
+      Apply(tick);
       continue;
     }
     if (std::optional<std::string> job = work_.PopDue(now_)) {
@@ -359,6 +364,10 @@ absl::StatusOr<SimResult> Run::Go() {
   BuildInputs();
   RefreshGuarantees();
   RefreshCapacity();
+  // POLICY.md §4: a cycle runs on every tick too (lost work, and with it the
+  // victim order, moves with time alone).
+  tick_ms_ = (scenario_.policy().has_tick_s() ? scenario_.policy().tick_s() : 10) * core::kMillisPerSecond;
+  if (tick_ms_ > 0) next_tick_ = start_ + tick_ms_;
   size_t next_input = 0;
   size_t next_expect = 0;
   auto expect_at = [&](size_t k) {
@@ -375,6 +384,7 @@ absl::StatusOr<SimResult> Run::Go() {
       next = std::min(next, std::max(*done, now_));
     }
     if (!acks_.empty()) next = std::min(next, std::max(acks_.top().at, now_));
+    next = std::min(next, next_tick_);  // never past end_: see the break.
     if (next == kNever || next > end_) break;
     AdvanceTo(next);
     if (absl::Status s = RunDue(); !s.ok()) return s;
@@ -384,6 +394,14 @@ absl::StatusOr<SimResult> Run::Go() {
       RunInstant(next_input, group_end);
       next_input = group_end;
       if (absl::Status s = RunDue(); !s.ok()) return s;
+    }
+    if (now_ == next_tick_) {
+      // After the instant's events, so that adopts still come before any cycle.
+      v1::Command tick;
+      tick.mutable_tick();
+      Apply(tick);
+      if (absl::Status s = RunDue(); !s.ok()) return s;
+      next_tick_ += tick_ms_;
     }
     while (next_expect < expect_order_.size() && expect_at(next_expect) == now_) {
       CheckExpectations(next_expect++);

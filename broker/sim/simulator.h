@@ -14,9 +14,9 @@
 //     command, then the other events in file order, one command each, then
 //     any work they made due at the same instant;
 //   - expectations at `at` are checked after all of that.
-// There is no periodic tick: NextDeadline covers all of the core's time-driven
-// work, and ticking every policy.tick_s would only add identical no-op steps
-// (and cost time on long traces).
+//   - every policy.tick_s (default 10; 0 = none) from start, an Apply(Tick)
+//     after the instant's events: a cycle on every tick (POLICY.md §4), since
+//     lost work, and with it the victim order, moves with time alone.
 //
 // The run ends at the latest `at` of any event, trace row or expectation, or
 // at `until` when given; events and expectations after `until` are not run

@@ -1,6 +1,8 @@
 // The simulator against the real core, on small scenarios written inline.
 #include "broker/sim/simulator.h"
 
+#include <algorithm>
+
 #include "broker/sim/records.h"
 #include "gmock/gmock.h"
 #include "google/protobuf/text_format.h"
@@ -190,6 +192,77 @@ TEST(SimulatorTest, UnackedShrinkIsEnforcedAtItsDeadline) {
   )pb"), &result);
   EXPECT_EQ(result.FailedExpectations(), 0) << testing::PrintToString(lines);
   EXPECT_THAT(lines, testing::Contains(HasSubstr(R"({"at":230,"type":"resize","job":"r1","team":"research","from":4,"to":2,"borrowed":{"gpu":0},"reason":"deadline"})")));
+}
+
+// Every change of a job's size is exactly one record: the request, then a
+// `deadline` record only when the deadline, not an ack, ends it.
+int Count(const std::vector<std::string>& lines, const std::string& part) {
+  return static_cast<int>(std::count_if(lines.begin(), lines.end(),
+                                        [&](const std::string& l) { return l.find(part) != std::string::npos; }));
+}
+
+TEST(SimulatorTest, AnAckAtTheDeadlineInstantIsInTime) {
+  // The shrink asked at 200 s is due at 230 s, and the framework acks at
+  // 230 s: no `deadline` record repeating the request's `from`.
+  SimResult result;
+  std::vector<std::string> lines = Lines(Parse(std::string(kTeamsOnly) + R"pb(
+    policy { default_grace_s: 30 sim_ack_delay_s: 30 }
+    events { at: 0 submit { job: "r1" team: "research" per_replica { key: "gpu" value: 2 } elastic { min: 1 max: 4 } } }
+    events { at: 200 submit { job: "s1" team: "serving" replicas: 1 per_replica { key: "gpu" value: 4 } } }
+    expect { at: 229 job: "s1" state: JOB_STATE_QUEUED }
+    expect { at: 230 job: "s1" state: JOB_STATE_ADMITTED }
+    expect { at: 230 job: "r1" state: JOB_STATE_ADMITTED replicas: 2 }
+  )pb"), &result);
+  EXPECT_EQ(result.FailedExpectations(), 0) << testing::PrintToString(lines);
+  EXPECT_EQ(Count(lines, R"("type":"resize","job":"r1")"), 2) << testing::PrintToString(lines);  // grow, shrink.
+  EXPECT_EQ(Count(lines, R"("reason":"deadline")"), 0) << testing::PrintToString(lines);
+}
+
+TEST(SimulatorTest, AGraceZeroShrinkEnforcedAtItsDeadlineWritesItsRecord) {
+  // grace 0: the shrink is due the instant it is asked; the ack comes 45 s
+  // later, so the deadline enforces it, with its record, like any other.
+  SimResult result;
+  std::vector<std::string> lines = Lines(Parse(std::string(kTeamsOnly) + R"pb(
+    policy { default_grace_s: 0 sim_ack_delay_s: 45 }
+    events { at: 0 submit { job: "r1" team: "research" per_replica { key: "gpu" value: 2 } elastic { min: 1 max: 4 } } }
+    events { at: 200 submit { job: "s1" team: "serving" replicas: 1 per_replica { key: "gpu" value: 4 } } }
+    expect { at: 200 job: "s1" state: JOB_STATE_ADMITTED }
+    expect { at: 200 job: "r1" state: JOB_STATE_ADMITTED replicas: 2 }
+  )pb"), &result);
+  EXPECT_EQ(result.FailedExpectations(), 0) << testing::PrintToString(lines);
+  EXPECT_THAT(lines, testing::Contains(HasSubstr(
+                         R"({"at":200,"type":"resize","job":"r1","team":"research","from":4,"to":2,"borrowed":{"gpu":0},"reason":"deadline"})")));
+  EXPECT_EQ(Count(lines, R"("type":"resize","job":"r1")"), 3) << testing::PrintToString(lines);  // grow, ask, enforce.
+}
+
+TEST(SimulatorTest, AGraceZeroShrinkAckedAtOnceWritesOneRecord) {
+  SimResult result;
+  std::vector<std::string> lines = Lines(Parse(std::string(kTeamsOnly) + R"pb(
+    policy { default_grace_s: 0 }
+    events { at: 0 submit { job: "r1" team: "research" per_replica { key: "gpu" value: 2 } elastic { min: 1 max: 4 } } }
+    events { at: 200 submit { job: "s1" team: "serving" replicas: 1 per_replica { key: "gpu" value: 4 } } }
+    expect { at: 200 job: "s1" state: JOB_STATE_ADMITTED }
+    expect { at: 200 job: "r1" state: JOB_STATE_ADMITTED replicas: 2 }
+  )pb"), &result);
+  EXPECT_EQ(result.FailedExpectations(), 0) << testing::PrintToString(lines);
+  EXPECT_EQ(Count(lines, R"("type":"resize","job":"r1")"), 2) << testing::PrintToString(lines);
+  EXPECT_EQ(Count(lines, R"("reason":"deadline")"), 0) << testing::PrintToString(lines);
+}
+
+TEST(SimulatorTest, AReclaimerThatNoLongerFitsGetsAQueueRecord) {
+  // s1's victim leaves at 130 s, but the cluster shrank at 110 s: s1 returns
+  // to the queue, and says so with its reason.
+  SimResult result;
+  std::vector<std::string> lines = Lines(Parse(std::string(kTwoTeams) + R"pb(
+    events { at: 0 submit { job: "r1" team: "research" replicas: 1 per_replica { key: "gpu" value: 8 } } }
+    events { at: 100 submit { job: "s1" team: "serving" replicas: 1 per_replica { key: "gpu" value: 4 } } }
+    events { at: 110 set_capacity { cluster: "a" capacity { key: "gpu" value: 2 } } }
+    expect { at: 100 by: "s1" preempted: "r1" }
+    expect { at: 130 job: "s1" state: JOB_STATE_QUEUED }
+  )pb"), &result);
+  EXPECT_EQ(result.FailedExpectations(), 0) << testing::PrintToString(lines);
+  EXPECT_THAT(lines, testing::Contains(R"({"at":130,"type":"queue","job":"s1","team":"serving","reason":"exceeds_max"})"))
+      << testing::PrintToString(lines);
 }
 
 TEST(SimulatorTest, BadStartNamesTheValue) {
