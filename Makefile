@@ -73,7 +73,7 @@ test: build
 run: build
 	@if [ -x $(BIN)/tidegated ]; then \
 	  echo "Starting tidegated on $(LISTEN) with $(EXAMPLE_CONFIG) (ledger: tidegate.db)"; \
-	  exec $(BIN)/tidegated --config $(EXAMPLE_CONFIG) --db tidegate.db --listen $(LISTEN); \
+	  exec $(BIN)/tidegated --config $(EXAMPLE_CONFIG) --db tidegate.db --init --listen $(LISTEN); \
 	fi; \
 	echo "The broker service (tidegated) is not built yet, so 'make run' runs the example simulation: $(EXAMPLE_SCENARIO)"; \
 	$(BIN)/tidegate simulate $(EXAMPLE_SCENARIO) -o table

@@ -11,7 +11,7 @@ pid=
 trap '[ -n "$pid" ] && kill -9 "$pid" 2>/dev/null; rm -rf "$dir"' EXIT
 start() {
   : >"$dir/out"
-  build/bin/tidegated --config bench/loadgen.yaml --db "$dir/bench.db" --listen 127.0.0.1:0 --sync normal \
+  build/bin/tidegated --config bench/loadgen.yaml --db "$dir/bench.db" --init --listen 127.0.0.1:0 --sync normal \
     >"$dir/out" 2>"$dir/err" &
   pid=$!
   for _ in $(seq 1200); do grep -q "listening on" "$dir/out" && break; sleep 0.1; done

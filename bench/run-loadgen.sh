@@ -8,7 +8,7 @@ clients=${1:-32}
 seconds=${2:-10}
 dir=$(mktemp -d)
 trap 'kill "$pid" 2>/dev/null || true; wait "$pid" 2>/dev/null || true; rm -rf "$dir"' EXIT
-build/bin/tidegated --config bench/loadgen.yaml --db "$dir/bench.db" --listen 127.0.0.1:0 --sync "${SYNC:-full}" >"$dir/out" 2>"$dir/err" &
+build/bin/tidegated --config bench/loadgen.yaml --db "$dir/bench.db" --init --listen 127.0.0.1:0 --sync "${SYNC:-full}" >"$dir/out" 2>"$dir/err" &
 pid=$!
 for _ in $(seq 100); do grep -q "listening on" "$dir/out" && break; sleep 0.1; done
 addr=$(sed -n 's/^tidegated listening on //p' "$dir/out")

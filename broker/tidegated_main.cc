@@ -1,4 +1,4 @@
-// tidegated --config FILE --db FILE --listen ADDR: the broker (DESIGN.md §8).
+// tidegated --config FILE --db FILE [--init] --listen ADDR: the broker (DESIGN.md §8).
 #include "CLI/CLI.hpp"
 #include "broker/service/server.h"
 
@@ -7,7 +7,10 @@ int main(int argc, char** argv) {
   CLI::App app{"tidegated: the Tidegate GPU quota broker.\n"
                "Exit codes: 0 clean shutdown (SIGTERM/SIGINT), 1 ledger or port unavailable, 2 bad flags or config."};
   app.add_option("--config", options.config_path, "broker config (YAML, tidegate.v1.Config)")->required();
-  app.add_option("--db", options.db_path, "SQLite ledger file (created if missing)")->capture_default_str();
+  app.add_option("--db", options.db_path, "SQLite ledger file (must exist unless --init)")->capture_default_str();
+  app.add_flag("--init", options.init,
+               "create the ledger if --db is missing or empty (without it, tidegated refuses to start\n"
+               "rather than replace a lost ledger with a new one); an existing ledger opens as usual");
   app.add_option("--listen", options.listen, "gRPC address to serve")->capture_default_str();
   std::string sync = "full";
   app.add_option("--sync", sync, "SQLite synchronous mode: full (durable across power loss) or normal")

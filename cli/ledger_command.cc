@@ -1,9 +1,5 @@
 #include "cli/ledger_command.h"
 
-#include <fcntl.h>
-#include <sys/file.h>
-#include <unistd.h>
-
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -21,6 +17,8 @@
 #include "broker/service/verify.h"
 #include "cli/exit_codes.h"
 #include "forecast/csv_series.h"
+#include "ledger/acked_seq.h"
+#include "ledger/ledger_lock.h"
 #include "nlohmann/json.hpp"
 
 namespace tidegate::cli {
@@ -47,6 +45,12 @@ int RunVerify(const VerifyOptions& o, const Io& io) {
   if (!report.ok()) {
     *io.err << "tidegate: ledger verify: " << report.status().message() << "\n";
     return kExitBadInput;
+  }
+  // Commits the journal lost with its WAL leave no trace inside the file.
+  auto acked = ledger::ReadAckedSeq(o.db);
+  auto last = (*store)->LastSeq();
+  if (acked.ok() && acked->has_value() && last.ok() && **acked > *last) {
+    report->problems.push_back(ledger::JournalBehindRecord(o.db, *last, **acked));
   }
   if (o.output == "json") {
     nlohmann::json j;
@@ -78,27 +82,6 @@ struct ImportOptions {
   std::string column;                       // -> used
   std::string queued_column;                // -> queued
   std::string resource = "gpu";
-};
-
-// Holds FILE.lock like tidegated does (broker/service/server.cc), so an import
-// and a broker never write the same ledger. Released on destruction.
-class LedgerLock {
- public:
-  explicit LedgerLock(const std::string& db) : path_(db + ".lock") {
-    fd_ = open(path_.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-    held_ = fd_ >= 0 && flock(fd_, LOCK_EX | LOCK_NB) == 0;
-  }
-  ~LedgerLock() {
-    if (fd_ >= 0) close(fd_);  // releases the flock.
-  }
-  bool held() const { return held_; }
-  bool opened() const { return fd_ >= 0; }
-  const std::string& path() const { return path_; }
-
- private:
-  std::string path_;
-  int fd_ = -1;
-  bool held_ = false;
 };
 
 struct ParsedUsage {
@@ -237,15 +220,16 @@ int RunImportUsage(const ImportOptions& o, const Io& io) {
     err << prefix << parsed.status().message() << "\n";
     return kExitBadInput;
   }
-  LedgerLock lock(o.db);
-  if (!lock.opened()) {
-    err << prefix << lock.path() << ": cannot create the lock file (does the directory exist?)\n";
-    return kExitBadInput;
-  }
-  if (!lock.held()) {
-    err << prefix << o.db << " is in use by a running tidegated (lock " << lock.path()
-        << "); stop the broker, import, then start it again\n";
+  // The broker's lock (ledger/ledger_lock.h), so an import and a broker never
+  // write the same ledger. Declared before the store: released after it.
+  auto lock = ledger::LedgerLock::Acquire(o.db, /*create=*/true);
+  if (absl::IsUnavailable(lock.status())) {
+    err << prefix << lock.status().message() << "; stop the broker, import, then start it again\n";
     return kExitConflict;
+  }
+  if (!lock.ok()) {
+    err << prefix << lock.status().message() << "\n";
+    return kExitBadInput;
   }
   auto store = ledger::OpenSqliteStore(o.db, ledger::SqliteOptions{});
   if (!store.ok()) {

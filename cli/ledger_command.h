@@ -12,7 +12,7 @@
 // accounting export into a ledger, in one transaction, so that ForecastService
 // has history before the broker has run for weeks. Hours come from the
 // wallclock column (UTC) when the file has one, else from the time column as
-// Unix seconds. Offline: it takes FILE.lock like tidegated and refuses a
+// Unix seconds. Offline: it takes the ledger lock like tidegated (ledger/ledger_lock.h) and refuses a
 // ledger a broker holds; it refuses hours the ledger already has for a team
 // (rows add up, so a second import would double them).
 //

@@ -11,8 +11,9 @@
 
 namespace tidegate::ledger {
 
-uint32_t Checksum(const std::string& payload) {
-  uLong crc = crc32(0L, Z_NULL, 0);
+namespace {
+
+uLong Extend(uLong crc, const std::string& payload) {
   const auto* data = reinterpret_cast<const Bytef*>(payload.data());
   size_t left = payload.size();
   // crc32 takes a uInt length; feed large payloads in pieces.
@@ -22,7 +23,18 @@ uint32_t Checksum(const std::string& payload) {
     data += piece;
     left -= piece;
   }
-  return static_cast<uint32_t>(crc);
+  return crc;
+}
+
+}  // namespace
+
+uint32_t Checksum(const std::string& payload) {
+  return static_cast<uint32_t>(Extend(crc32(0L, Z_NULL, 0), payload));
+}
+
+uint32_t SnapshotChecksum(const SnapshotRecord& snapshot) {
+  const uLong crc = Extend(crc32(0L, Z_NULL, 0), snapshot.payload);
+  return static_cast<uint32_t>(Extend(crc, " " + std::to_string(snapshot.seq) + " " + std::to_string(snapshot.at_ms)));
 }
 
 }  // namespace tidegate::ledger

@@ -23,6 +23,9 @@ class ForwardingStore : public Store {
   absl::StatusOr<std::optional<SnapshotRecord>> EarliestSnapshot() override {
     return target_->EarliestSnapshot();
   }
+  absl::StatusOr<std::optional<SnapshotRecord>> SnapshotBefore(int64_t seq) override {
+    return target_->SnapshotBefore(seq);
+  }
   absl::Status ReadJournal(int64_t after_seq,
                            const std::function<absl::Status(const JournalRecord&)>& fn) override {
     return target_->ReadJournal(after_seq, fn);

@@ -10,6 +10,7 @@ namespace tidegate::ledger {
 namespace {
 
 constexpr char kDamageUrl[] = "type.tidegate.dev/tidegate.ledger.JournalDamage";
+constexpr char kSnapshotDamageUrl[] = "type.tidegate.dev/tidegate.ledger.SnapshotDamage";
 
 absl::Status Damaged(const std::string& message, JournalDamage damage) {
   absl::Status status = absl::DataLossError(message);
@@ -36,6 +37,24 @@ absl::Status CheckStoredRecord(const JournalRecord& record, int64_t expected_seq
                    {record.seq, record.seq});
   }
   return absl::OkStatus();
+}
+
+absl::Status CheckStoredSnapshot(const SnapshotRecord& snapshot, uint32_t stored_checksum) {
+  const uint32_t actual = SnapshotChecksum(snapshot);
+  if (actual == stored_checksum) return absl::OkStatus();
+  absl::Status status = absl::DataLossError(
+      absl::StrCat("snapshot at seq ", snapshot.seq, ": stored checksum ", stored_checksum,
+                   " does not match its contents (crc32 ", actual, ")"));
+  status.SetPayload(kSnapshotDamageUrl, absl::Cord(absl::StrCat(snapshot.seq)));
+  return status;
+}
+
+std::optional<int64_t> DamagedSnapshotSeq(const absl::Status& status) {
+  if (status.code() != absl::StatusCode::kDataLoss) return std::nullopt;
+  auto payload = status.GetPayload(kSnapshotDamageUrl);
+  int64_t seq = 0;
+  if (!payload.has_value() || !absl::SimpleAtoi(std::string(*payload), &seq)) return std::nullopt;
+  return seq;
 }
 
 std::optional<JournalDamage> DamageOf(const absl::Status& status) {

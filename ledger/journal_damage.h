@@ -31,6 +31,11 @@ absl::Status CheckStoredRecord(const JournalRecord& record, int64_t expected_seq
 // for any other status.
 std::optional<JournalDamage> DamageOf(const absl::Status& status);
 
+// OK when `snapshot` matches `stored_checksum`; otherwise DATA_LOSS naming
+// its seq, which DamagedSnapshotSeq reads back.
+absl::Status CheckStoredSnapshot(const SnapshotRecord& snapshot, uint32_t stored_checksum);
+std::optional<int64_t> DamagedSnapshotSeq(const absl::Status& status);
+
 }  // namespace tidegate::ledger
 
 #endif  // TIDEGATE_LEDGER_JOURNAL_DAMAGE_H_

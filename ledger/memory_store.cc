@@ -43,7 +43,7 @@ class MemoryStore final : public Store {
       if (!inserted) it->second.amount += row.amount;
     }
     if (batch.snapshot.has_value()) {
-      snapshots_[batch.snapshot->seq] = *batch.snapshot;
+      snapshots_[batch.snapshot->seq] = {*batch.snapshot, SnapshotChecksum(*batch.snapshot)};
       PruneSnapshotsLocked();
     }
     return absl::OkStatus();
@@ -57,13 +57,20 @@ class MemoryStore final : public Store {
   absl::StatusOr<std::optional<SnapshotRecord>> LatestSnapshot() override {
     absl::MutexLock lock(&mu_);
     if (snapshots_.empty()) return std::nullopt;
-    return snapshots_.rbegin()->second;
+    return Checked(snapshots_.rbegin()->second);
   }
 
   absl::StatusOr<std::optional<SnapshotRecord>> EarliestSnapshot() override {
     absl::MutexLock lock(&mu_);
     if (snapshots_.empty()) return std::nullopt;
-    return snapshots_.begin()->second;
+    return Checked(snapshots_.begin()->second);
+  }
+
+  absl::StatusOr<std::optional<SnapshotRecord>> SnapshotBefore(int64_t seq) override {
+    absl::MutexLock lock(&mu_);
+    auto it = snapshots_.lower_bound(seq);
+    if (it == snapshots_.begin()) return std::nullopt;
+    return Checked(std::prev(it)->second);
   }
 
   absl::Status ReadJournal(int64_t after_seq,
@@ -130,6 +137,14 @@ class MemoryStore final : public Store {
   }
 
   // Test hooks (memory_store.h).
+  absl::Status CorruptSnapshotForTest(int64_t seq) {
+    absl::MutexLock lock(&mu_);
+    auto it = snapshots_.find(seq);
+    if (it == snapshots_.end()) return absl::NotFoundError(absl::StrCat("no snapshot at seq ", seq));
+    it->second.first.payload.push_back('!');
+    return absl::OkStatus();
+  }
+
   absl::Status MutateForTest(int64_t seq, bool drop) {
     absl::MutexLock lock(&mu_);
     auto it = journal_.find(seq);
@@ -143,6 +158,13 @@ class MemoryStore final : public Store {
   }
 
  private:
+  using StoredSnapshot = std::pair<SnapshotRecord, uint32_t>;  // and its checksum
+
+  static absl::StatusOr<std::optional<SnapshotRecord>> Checked(const StoredSnapshot& stored) {
+    if (absl::Status s = CheckStoredSnapshot(stored.first, stored.second); !s.ok()) return s;
+    return stored.first;
+  }
+
   int64_t LastSeqLocked() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     return journal_.empty() ? 0 : journal_.rbegin()->first;
   }
@@ -156,7 +178,7 @@ class MemoryStore final : public Store {
 
   absl::Mutex mu_;
   std::map<int64_t, JournalRecord> journal_ ABSL_GUARDED_BY(mu_);
-  std::map<int64_t, SnapshotRecord> snapshots_ ABSL_GUARDED_BY(mu_);
+  std::map<int64_t, StoredSnapshot> snapshots_ ABSL_GUARDED_BY(mu_);
   std::map<std::string, JobRow> jobs_ ABSL_GUARDED_BY(mu_);
   std::map<UsageKey, UsageRow> usage_ ABSL_GUARDED_BY(mu_);
   std::map<LoanKey, LoanRow> loans_ ABSL_GUARDED_BY(mu_);
@@ -178,6 +200,12 @@ absl::Status CorruptMemoryJournalForTest(Store& store, int64_t seq) {
 
 absl::Status DropMemoryJournalEntryForTest(Store& store, int64_t seq) {
   return Mutate(store, seq, /*drop=*/true);
+}
+
+absl::Status CorruptMemorySnapshotForTest(Store& store, int64_t seq) {
+  auto* memory = dynamic_cast<MemoryStore*>(&store);
+  if (memory == nullptr) return absl::InvalidArgumentError("not a memory store");
+  return memory->CorruptSnapshotForTest(seq);
 }
 
 }  // namespace tidegate::ledger

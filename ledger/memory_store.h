@@ -22,6 +22,10 @@ absl::Status CorruptMemoryJournalForTest(Store& store, int64_t seq);
 // Removes entry `seq`, leaving a gap. Same errors as above.
 absl::Status DropMemoryJournalEntryForTest(Store& store, int64_t seq);
 
+// Changes the payload of the snapshot at `seq` without updating its
+// checksum. Same errors as above.
+absl::Status CorruptMemorySnapshotForTest(Store& store, int64_t seq);
+
 }  // namespace tidegate::ledger
 
 #endif  // TIDEGATE_LEDGER_MEMORY_STORE_H_

@@ -17,6 +17,9 @@ class MemoryHarness final : public StoreHarness {
   absl::Status DropJournalEntry(int64_t seq) override {
     return DropMemoryJournalEntryForTest(*store_, seq);
   }
+  absl::Status CorruptSnapshotPayload(int64_t seq) override {
+    return CorruptMemorySnapshotForTest(*store_, seq);
+  }
   absl::Status FailWritesOfLoansBorrowedBy(const std::string&) override {
     // Its Commit validates the whole batch and then only inserts into maps:
     // there is no step after validation that can fail.

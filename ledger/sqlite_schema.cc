@@ -60,6 +60,12 @@ CREATE INDEX jobs_by_team ON jobs(team, created_at_ms, job);
 CREATE INDEX jobs_by_state ON jobs(state, created_at_ms, job);
 CREATE INDEX loans_by_lender ON loans(lender, day);
 )sql",
+    // 2 -> 3: a snapshot's checksum, checked on every read, so a flipped bit
+    // in one is found rather than served. Rows written before have NULL and
+    // are read unchecked.
+    R"sql(
+ALTER TABLE snapshots ADD COLUMN checksum INTEGER;
+)sql",
 };
 static_assert(std::size(kMigrations) == kSchemaVersion);
 

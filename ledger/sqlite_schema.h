@@ -8,6 +8,7 @@
 //   v1  meta, journal, snapshots, jobs, usage_hourly, loans
 //   v2  indexes for the queries: jobs in creation order (all, by team, by state),
 //       loans by lender
+//   v3  snapshots.checksum (store.h SnapshotChecksum); NULL on older rows
 #ifndef TIDEGATE_LEDGER_SQLITE_SCHEMA_H_
 #define TIDEGATE_LEDGER_SQLITE_SCHEMA_H_
 
@@ -22,7 +23,7 @@
 namespace tidegate::ledger {
 
 // The version this binary writes.
-inline constexpr int64_t kSchemaVersion = 2;
+inline constexpr int64_t kSchemaVersion = 3;
 
 // The file's version: 0 for an empty file. FAILED_PRECONDITION when the file
 // has tables but no meta table (some other program's database).

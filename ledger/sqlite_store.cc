@@ -12,6 +12,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "ledger/acked_seq.h"
 #include "ledger/batch_rules.h"
 #include "ledger/journal_damage.h"
 #include "ledger/sqlite_schema.h"
@@ -52,15 +53,17 @@ constexpr char kAddLoan[] =
     "INSERT INTO loans(borrower, lender, resource, day, amount) VALUES(?1, ?2, ?3, ?4, ?5) "
     "ON CONFLICT(borrower, lender, resource, day) DO UPDATE SET amount = amount + excluded.amount";
 constexpr char kPutSnapshot[] =
-    "INSERT OR REPLACE INTO snapshots(seq, at_ms, payload) VALUES(?1, ?2, ?3)";
+    "INSERT OR REPLACE INTO snapshots(seq, at_ms, payload, checksum) VALUES(?1, ?2, ?3, ?4)";
 // Keeps the earliest snapshot and the ?1 latest.
 constexpr char kPruneSnapshots[] =
     "DELETE FROM snapshots WHERE seq > (SELECT min(seq) FROM snapshots) "
     "AND seq NOT IN (SELECT seq FROM snapshots ORDER BY seq DESC LIMIT ?1)";
 constexpr char kLatestSnapshot[] =
-    "SELECT seq, at_ms, payload FROM snapshots ORDER BY seq DESC LIMIT 1";
+    "SELECT seq, at_ms, payload, checksum FROM snapshots ORDER BY seq DESC LIMIT 1";
 constexpr char kEarliestSnapshot[] =
-    "SELECT seq, at_ms, payload FROM snapshots ORDER BY seq ASC LIMIT 1";
+    "SELECT seq, at_ms, payload, checksum FROM snapshots ORDER BY seq ASC LIMIT 1";
+constexpr char kSnapshotBefore[] =
+    "SELECT seq, at_ms, payload, checksum FROM snapshots WHERE seq < ?1 ORDER BY seq DESC LIMIT 1";
 constexpr char kReadJournal[] =
     "SELECT seq, at_ms, kind, payload, checksum FROM journal WHERE seq > ?1 ORDER BY seq";
 #define TIDEGATE_JOB_COLUMNS                                                                    \
@@ -115,6 +118,11 @@ class SqliteStore final : public Store {
     // A failed statement or COMMIT (e.g. SQLITE_BUSY) can leave the
     // transaction open; roll it back so nothing of the batch stays.
     if (!status.ok() && sqlite3_get_autocommit(db_) == 0) Run(kRollback).IgnoreError();
+    // The commit stands either way; a record left behind only weakens the
+    // check for a lost WAL (acked_seq.h).
+    if (status.ok() && acked_.has_value() && !batch.journal.empty()) {
+      acked_->Record(batch.journal.back().seq).IgnoreError();
+    }
     return status;
   }
 
@@ -130,6 +138,9 @@ class SqliteStore final : public Store {
   }
   absl::StatusOr<std::optional<SnapshotRecord>> EarliestSnapshot() override {
     return ReadSnapshot(kEarliestSnapshot);
+  }
+  absl::StatusOr<std::optional<SnapshotRecord>> SnapshotBefore(int64_t seq) override {
+    return ReadSnapshot(kSnapshotBefore, seq);
   }
 
   absl::Status ReadJournal(int64_t after_seq,
@@ -204,6 +215,9 @@ class SqliteStore final : public Store {
     }
   }
 
+  // Writers only: where the last committed seq is recorded outside SQLite.
+  void RecordAckedSeqIn(AckedSeqFile file) { acked_.emplace(std::move(file)); }
+
  private:
   absl::Status Run(const char* sql) {
     TIDEGATE_ASSIGN_STMT(stmt, cache_, sql);
@@ -263,6 +277,7 @@ class SqliteStore final : public Store {
         stmt.BindInt(1, batch.snapshot->seq);
         stmt.BindInt(2, batch.snapshot->at_ms);
         stmt.BindBlob(3, batch.snapshot->payload);
+        stmt.BindInt(4, SnapshotChecksum(*batch.snapshot));
         TIDEGATE_RETURN_IF_ERROR(stmt.Run());
       }
       TIDEGATE_ASSIGN_STMT(prune, cache_, kPruneSnapshots);
@@ -272,12 +287,18 @@ class SqliteStore final : public Store {
     return absl::OkStatus();
   }
 
-  absl::StatusOr<std::optional<SnapshotRecord>> ReadSnapshot(const char* sql) {
+  absl::StatusOr<std::optional<SnapshotRecord>> ReadSnapshot(const char* sql,
+                                                             std::optional<int64_t> bound = std::nullopt) {
     TIDEGATE_ASSIGN_STMT(stmt, cache_, sql);
+    if (bound.has_value()) stmt.BindInt(1, *bound);
     absl::StatusOr<bool> row = stmt.Step();
     if (!row.ok()) return row.status();
     if (!*row) return std::nullopt;
-    return SnapshotRecord{stmt.Int(0), stmt.Int(1), stmt.Blob(2)};
+    SnapshotRecord snapshot{stmt.Int(0), stmt.Int(1), stmt.Blob(2)};
+    if (!stmt.IsNull(3)) {
+      TIDEGATE_RETURN_IF_ERROR(CheckStoredSnapshot(snapshot, static_cast<uint32_t>(stmt.Int(3))));
+    }
+    return snapshot;
   }
 
   static JobRow ReadJob(const Statement& stmt) {
@@ -290,6 +311,7 @@ class SqliteStore final : public Store {
   sqlite3* const db_;
   const bool read_only_;
   StatementCache cache_;
+  std::optional<AckedSeqFile> acked_;
 };
 
 // PRAGMA journal_mode answers with the mode it ended up in; anything but
@@ -318,9 +340,17 @@ absl::StatusOr<std::unique_ptr<Store>> OpenSqliteStore(const std::string& path,
   if (options.read_only && !std::filesystem::exists(path)) {
     return absl::NotFoundError(absl::StrCat("ledger ", path, " does not exist"));
   }
-  const int flags =
-      (options.read_only ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE) |
-      SQLITE_OPEN_NOMUTEX;
+  std::error_code size_error;
+  const auto size = std::filesystem::file_size(path, size_error);
+  // A new ledger is a file created now (or 0 bytes), not one that merely
+  // has no tables: a young ledger whose WAL was lost has none either.
+  const bool new_file = size_error || size == 0;
+  if (!options.create && !std::filesystem::exists(path)) {
+    return absl::NotFoundError(absl::StrCat("ledger ", path, " does not exist"));
+  }
+  const int flags = (options.read_only ? SQLITE_OPEN_READONLY
+                                       : SQLITE_OPEN_READWRITE | (options.create ? SQLITE_OPEN_CREATE : 0)) |
+                    SQLITE_OPEN_NOMUTEX;
   sqlite3* raw = nullptr;
   const int rc = sqlite3_open_v2(path.c_str(), &raw, flags, nullptr);
   // Close on every early return; ownership passes to the store at the end.
@@ -333,14 +363,36 @@ absl::StatusOr<std::unique_ptr<Store>> OpenSqliteStore(const std::string& path,
   if (options.read_only) {
     // The WAL mode is a property of the file, set by the writer.
     TIDEGATE_RETURN_IF_ERROR(CheckSchemaForReading(db.get(), path));
-  } else {
-    TIDEGATE_RETURN_IF_ERROR(EnableWal(db.get(), path));
-    TIDEGATE_RETURN_IF_ERROR(Exec(db.get(), options.synchronous_full
-                                                ? "PRAGMA synchronous = FULL"
-                                                : "PRAGMA synchronous = NORMAL"));
-    TIDEGATE_RETURN_IF_ERROR(MigrateSchema(db.get(), path));
+    return std::unique_ptr<Store>(std::make_unique<SqliteStore>(std::move(db), options.read_only));
   }
-  return std::unique_ptr<Store>(std::make_unique<SqliteStore>(std::move(db), options.read_only));
+  TIDEGATE_RETURN_IF_ERROR(EnableWal(db.get(), path));
+  TIDEGATE_RETURN_IF_ERROR(Exec(db.get(), options.synchronous_full ? "PRAGMA synchronous = FULL"
+                                                                   : "PRAGMA synchronous = NORMAL"));
+  absl::StatusOr<int64_t> version = ReadSchemaVersion(db.get(), path);
+  if (!version.ok()) return version.status();
+  if (*version == 0 && !options.create) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "ledger ", path, " holds no tables: it is empty or lost its WAL (", path,
+        "-wal); a new ledger is only created when asked (tidegated --init)"));
+  }
+  const bool new_ledger = new_file;
+  TIDEGATE_RETURN_IF_ERROR(MigrateSchema(db.get(), path));
+  auto store = std::make_unique<SqliteStore>(std::move(db), options.read_only);
+  // A journal that ends before the last acknowledged seq lost commits (a
+  // deleted or damaged WAL): refuse it rather than serve the older state.
+  if (!new_ledger) {
+    absl::StatusOr<int64_t> last = store->LastSeq();
+    if (!last.ok()) return last.status();
+    absl::StatusOr<std::optional<int64_t>> acked = ReadAckedSeq(path);
+    if (!acked.ok()) return acked.status();
+    if (acked->has_value() && **acked > *last) {
+      return absl::DataLossError(JournalBehindRecord(path, *last, **acked));
+    }
+  }
+  absl::StatusOr<AckedSeqFile> record = AckedSeqFile::Open(path, options.synchronous_full, new_ledger);
+  if (!record.ok()) return record.status();
+  store->RecordAckedSeqIn(*std::move(record));
+  return std::unique_ptr<Store>(std::move(store));
 }
 
 }  // namespace tidegate::ledger

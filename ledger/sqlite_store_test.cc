@@ -5,11 +5,13 @@
 #include <stdlib.h>
 
 #include <filesystem>
+#include <fstream>
 #include <string>
 
 #include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "ledger/acked_seq.h"
 #include "ledger/sqlite_schema.h"
 #include "ledger/store_conformance.h"
 
@@ -74,6 +76,10 @@ class SqliteHarness final : public StoreHarness {
   }
   absl::Status DropJournalEntry(int64_t seq) override {
     return RawDb(path_).Exec(absl::StrCat("DELETE FROM journal WHERE seq = ", seq));
+  }
+  absl::Status CorruptSnapshotPayload(int64_t seq) override {
+    return RawDb(path_).Exec(
+        absl::StrCat("UPDATE snapshots SET payload = payload || X'21' WHERE seq = ", seq));
   }
   absl::Status FailWritesOfLoansBorrowedBy(const std::string& borrower) override {
     // The loans are the last rows Commit writes before the snapshot.
@@ -218,7 +224,7 @@ TEST_F(SqliteStoreTest, ReadOnlyRefusesAFileThatNeedsMigration) {
   ASSERT_TRUE(RawDb(path_).Exec(kVersion1).ok());
   absl::Status status = OpenSqliteStore(path_, ReadOnly()).status();
   EXPECT_EQ(status.code(), absl::StatusCode::kFailedPrecondition);
-  EXPECT_THAT(status.message(), HasSubstr("version 1 is older than this binary's version 2"));
+  EXPECT_THAT(status.message(), HasSubstr("version 1 is older than this binary's version 3"));
 }
 
 TEST_F(SqliteStoreTest, RefusesAFileFromANewerBinary) {
@@ -228,7 +234,7 @@ TEST_F(SqliteStoreTest, RefusesAFileFromANewerBinary) {
     absl::Status status = OpenSqliteStore(path_, SqliteOptions{true, read_only}).status();
     EXPECT_EQ(status.code(), absl::StatusCode::kFailedPrecondition);
     EXPECT_THAT(status.message(),
-                HasSubstr("schema version 7 is newer than this binary's version 2"));
+                HasSubstr("schema version 7 is newer than this binary's version 3"));
   }
   EXPECT_EQ(RawDb(path_).Query("SELECT value FROM meta WHERE key = 'schema_version'"), "7");
 }
@@ -247,6 +253,58 @@ TEST_F(SqliteStoreTest, RefusesAFileThatIsNotSqlite) {
     std::fclose(f);
   }
   EXPECT_FALSE(OpenSqliteStore(path_, {}).ok());
+}
+
+}  // namespace
+}  // namespace tidegate::ledger
+
+namespace tidegate::ledger {
+namespace {
+
+// A lost WAL drops the newest commits; the raw DELETE stands in for it.
+TEST_F(SqliteStoreTest, AJournalThatEndsBeforeTheAcknowledgedSeqIsRefused) {
+  {
+    auto store = OpenSqliteStore(path_, {}).value();
+    for (int64_t seq = 1; seq <= 3; ++seq) {
+      Batch batch;
+      batch.journal = {Entry(seq)};
+      ASSERT_TRUE(store->Commit(batch).ok());
+    }
+  }
+  EXPECT_EQ(ReadAckedSeq(path_).value(), 3);
+  ASSERT_TRUE(RawDb(path_).Exec("DELETE FROM journal WHERE seq = 3").ok());
+  auto reopened = OpenSqliteStore(path_, {});
+  EXPECT_EQ(reopened.status().code(), absl::StatusCode::kDataLoss);
+  EXPECT_THAT(reopened.status().message(),
+              HasSubstr("the journal ends at seq 2 but seq 3 was acknowledged (" + path_ + ".acked)"));
+  // Removing the record accepts the loss.
+  std::filesystem::remove(path_ + ".acked");
+  EXPECT_TRUE(OpenSqliteStore(path_, {}).ok());
+}
+
+TEST_F(SqliteStoreTest, ANewLedgerStartsANewRecord) {
+  {
+    auto store = OpenSqliteStore(path_, {}).value();
+    Batch batch;
+    batch.journal = {Entry(1)};
+    ASSERT_TRUE(store->Commit(batch).ok());
+  }
+  std::filesystem::remove(path_);
+  std::filesystem::remove(path_ + "-wal");
+  std::filesystem::remove(path_ + "-shm");
+  ASSERT_TRUE(OpenSqliteStore(path_, {}).ok());  // created on purpose
+  EXPECT_EQ(ReadAckedSeq(path_).value(), 0);
+}
+
+TEST_F(SqliteStoreTest, WithoutCreateAMissingOrTablelessFileIsRefused) {
+  SqliteOptions no_create;
+  no_create.create = false;
+  EXPECT_EQ(OpenSqliteStore(path_, no_create).status().code(), absl::StatusCode::kNotFound);
+  EXPECT_FALSE(std::filesystem::exists(path_));
+  std::ofstream(path_).close();
+  auto empty = OpenSqliteStore(path_, no_create);
+  EXPECT_EQ(empty.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(empty.status().message(), HasSubstr("holds no tables"));
 }
 
 }  // namespace

@@ -100,6 +100,8 @@ std::string Statement::Text(int column) const {
   return text == nullptr ? std::string() : std::string(reinterpret_cast<const char*>(text), size);
 }
 
+bool Statement::IsNull(int column) const { return sqlite3_column_type(stmt_, column) == SQLITE_NULL; }
+
 std::string Statement::Blob(int column) const {
   const void* blob = sqlite3_column_blob(stmt_, column);
   const int size = sqlite3_column_bytes(stmt_, column);

@@ -51,6 +51,7 @@ class Statement {
   double Real(int column) const;
   std::string Text(int column) const;
   std::string Blob(int column) const;
+  bool IsNull(int column) const;
 
  private:
   friend class StatementCache;

@@ -103,10 +103,16 @@ class Store {
   virtual absl::Status Commit(const Batch& batch) = 0;
 
   virtual absl::StatusOr<int64_t> LastSeq() = 0;  // 0 when empty.
+  // Snapshots are stored with a checksum of (seq, at_ms, payload) that every
+  // read checks: a snapshot that does not match is DATA_LOSS naming its seq
+  // (ledger/journal_damage.h: DamagedSnapshotSeq), so a reader can fall back
+  // to an older one with SnapshotBefore.
   // The snapshot with the highest seq, or nullopt when there is none.
   virtual absl::StatusOr<std::optional<SnapshotRecord>> LatestSnapshot() = 0;
   // The snapshot with the lowest seq (the initial state), or nullopt.
   virtual absl::StatusOr<std::optional<SnapshotRecord>> EarliestSnapshot() = 0;
+  // The snapshot with the highest seq below `seq`, or nullopt.
+  virtual absl::StatusOr<std::optional<SnapshotRecord>> SnapshotBefore(int64_t seq) = 0;
   // Calls fn for every entry with seq > after_seq in order; stops at the
   // first error fn returns. DATA_LOSS when a checksum does not match or a seq
   // is missing; the damaged entry is not passed to fn, and the status carries
@@ -132,17 +138,24 @@ struct SqliteOptions {
   // power loss; NORMAL only across a process crash (WAL).
   bool synchronous_full = true;
   bool read_only = false;
+  // false: NOT_FOUND when the file is missing, FAILED_PRECONDITION when it
+  // holds no tables, rather than creating a new ledger.
+  bool create = true;
 };
-// Opens (creating if missing) a SQLite ledger at `path`, running forward
-// schema migrations. FAILED_PRECONDITION naming the versions when the file's
+// Opens (creating if missing, unless !create) a SQLite ledger at `path`,
+// running forward schema migrations. FAILED_PRECONDITION naming the versions when the file's
 // schema is newer than this binary knows. read_only: NOT_FOUND when the file
 // is missing; FAILED_PRECONDITION when it is not at this binary's schema
 // version (a reader cannot migrate). A read-only store's Commit fails
-// FAILED_PRECONDITION.
+// FAILED_PRECONDITION. A writer keeps LEDGER.acked (ledger/acked_seq.h) and
+// refuses with DATA_LOSS a journal that ends before the seq recorded there.
 absl::StatusOr<std::unique_ptr<Store>> OpenSqliteStore(const std::string& path, const SqliteOptions& options);
 
 // CRC-32 of a payload, as stored in JournalRecord::checksum.
 uint32_t Checksum(const std::string& payload);
+// CRC-32 of a snapshot's payload, then its seq and at_ms (so a snapshot
+// moved to another seq does not match either).
+uint32_t SnapshotChecksum(const SnapshotRecord& snapshot);
 
 }  // namespace tidegate::ledger
 

@@ -231,6 +231,25 @@ TEST_P(StoreConformanceTest, KeepsTheEarliestAndTheLatestSnapshot) {
   EXPECT_THAT(store().LatestSnapshot().value().value(), FieldsAre(8, 9000, "after 8, again"));
 }
 
+TEST_P(StoreConformanceTest, ADamagedSnapshotIsDataLossNamingItsSeqAndOlderOnesStayReadable) {
+  Batch initial;
+  initial.snapshot = SnapshotRecord{0, 0, "initial"};
+  ASSERT_TRUE(store().Commit(initial).ok());
+  for (int64_t seq = 1; seq <= 2; ++seq) {
+    Batch batch = Entries(seq, seq);
+    batch.snapshot = SnapshotRecord{seq, 1000 * seq, absl::StrCat("after ", seq)};
+    ASSERT_TRUE(store().Commit(batch).ok());
+  }
+  ASSERT_TRUE(harness().CorruptSnapshotPayload(2).ok());
+  absl::StatusOr<std::optional<SnapshotRecord>> latest = store().LatestSnapshot();
+  EXPECT_EQ(latest.status().code(), absl::StatusCode::kDataLoss);
+  EXPECT_THAT(latest.status().message(), HasSubstr("snapshot at seq 2"));
+  EXPECT_EQ(DamagedSnapshotSeq(latest.status()), 2);
+  EXPECT_THAT(store().SnapshotBefore(2).value().value(), FieldsAre(1, 1000, "after 1"));
+  EXPECT_THAT(store().SnapshotBefore(1).value().value(), FieldsAre(0, 0, "initial"));
+  EXPECT_EQ(store().SnapshotBefore(0).value(), std::nullopt);
+}
+
 TEST_P(StoreConformanceTest, RefusesASnapshotAfterTheJournalsEnd) {
   Batch batch = Entries(1, 2);
   batch.snapshot = SnapshotRecord{3, 0, "from the future"};

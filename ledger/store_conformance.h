@@ -33,6 +33,8 @@ class StoreHarness {
   virtual absl::Status CorruptJournalPayload(int64_t seq) = 0;
   // Deletes journal entry `seq`, leaving a gap.
   virtual absl::Status DropJournalEntry(int64_t seq) = 0;
+  // Changes the stored payload of the snapshot at `seq` but not its checksum.
+  virtual absl::Status CorruptSnapshotPayload(int64_t seq) = 0;
   // From now on, writing a loan row whose borrower is `borrower` fails inside
   // the store, after the batch's journal, jobs and usage rows were written.
   virtual absl::Status FailWritesOfLoansBorrowedBy(const std::string& borrower) = 0;

@@ -54,17 +54,27 @@ absl::StatusOr<JournalReport> CheckJournal(Store& store, const ReplayFn& replay,
                               report.last_seq));
   }
 
-  absl::StatusOr<std::optional<SnapshotRecord>> earliest = store.EarliestSnapshot();
-  if (!earliest.ok()) return earliest.status();
-  absl::StatusOr<std::optional<SnapshotRecord>> latest = store.LatestSnapshot();
-  if (!latest.ok()) return latest.status();
-  if (earliest->has_value()) report.earliest_snapshot_seq = (*earliest)->seq;
-  if (latest->has_value()) {
-    report.latest_snapshot_seq = (*latest)->seq;
-    if ((*latest)->seq > report.last_seq) {
-      add((*latest)->seq, absl::StrCat("snapshot at seq ", (*latest)->seq,
-                                       " is after the journal's end (seq ", report.last_seq, ")"));
+  // Every snapshot, newest first: a damaged one is a problem, not an error.
+  absl::StatusOr<std::optional<SnapshotRecord>> snapshot = store.LatestSnapshot();
+  for (;;) {
+    int64_t seq = 0;
+    if (!snapshot.ok()) {
+      std::optional<int64_t> damaged = DamagedSnapshotSeq(snapshot.status());
+      if (!damaged.has_value()) return snapshot.status();
+      add(*damaged, std::string(snapshot.status().message()));
+      seq = *damaged;
+    } else if (!snapshot->has_value()) {
+      break;
+    } else {
+      seq = (*snapshot)->seq;
     }
+    if (!report.latest_snapshot_seq.has_value()) report.latest_snapshot_seq = seq;
+    report.earliest_snapshot_seq = seq;
+    snapshot = store.SnapshotBefore(seq);
+  }
+  if (report.latest_snapshot_seq.has_value() && *report.latest_snapshot_seq > report.last_seq) {
+    add(*report.latest_snapshot_seq, absl::StrCat("snapshot at seq ", *report.latest_snapshot_seq,
+                                                  " is after the journal's end (seq ", report.last_seq, ")"));
   }
   return report;
 }

@@ -7,6 +7,7 @@
 //   - seqs run 1, 2, 3, ... with nothing missing;
 //   - every entry's checksum matches its payload;
 //   - the highest seq read is Store::LastSeq();
+//   - every snapshot's checksum matches (a damaged one is listed);
 //   - no snapshot lies after the journal's end.
 #ifndef TIDEGATE_LEDGER_VERIFY_H_
 #define TIDEGATE_LEDGER_VERIFY_H_

@@ -4,6 +4,7 @@
 
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
+#include "broker/service/recovery.h"
 #include "google/protobuf/util/message_differencer.h"
 #include "spdlog/spdlog.h"
 
@@ -67,11 +68,10 @@ CoreLoop::CoreLoop(std::unique_ptr<core::Broker> broker, std::unique_ptr<ledger:
 absl::StatusOr<std::unique_ptr<CoreLoop>> CoreLoop::Open(const v1::Config& config,
                                                          std::unique_ptr<ledger::Store> store, Clock* clock,
                                                          CoreLoopOptions options) {
-  auto latest = store->LatestSnapshot();
-  if (!latest.ok()) return latest.status();
+  absl::StatusOr<RecoveredCore> recovered = RecoverCore(*store);
   std::unique_ptr<core::Broker> broker;
   int64_t seq = 0;
-  if (!latest->has_value()) {
+  if (absl::IsNotFound(recovered.status())) {
     auto created = core::Broker::Create(config, clock->NowMs());
     if (!created.ok()) return created.status();
     broker = *std::move(created);
@@ -79,28 +79,16 @@ absl::StatusOr<std::unique_ptr<CoreLoop>> CoreLoop::Open(const v1::Config& confi
     first.snapshot = ledger::SnapshotRecord{0, broker->Now(), broker->Snapshot().SerializeAsString()};
     if (auto s = store->Commit(first); !s.ok()) return s;
     spdlog::info("ledger: new, initial state written");
+  } else if (!recovered.ok()) {
+    return recovered.status();
   } else {
-    v1::CoreSnapshot snap;
-    if (!snap.ParseFromString((*latest)->payload)) {
-      return absl::DataLossError(absl::StrCat("ledger: snapshot at seq ", (*latest)->seq, " does not parse"));
+    for (const std::string& why : recovered->skipped) {
+      spdlog::warn("ledger: {}; recovering from an older snapshot (`tidegate ledger verify` lists the damage)", why);
     }
-    auto restored = core::Broker::Restore(snap);
-    if (!restored.ok()) return restored.status();
-    broker = *std::move(restored);
-    seq = (*latest)->seq;
-    int64_t replayed = 0;
-    auto status = store->ReadJournal(seq, [&](const ledger::JournalRecord& rec) -> absl::Status {
-      v1::Command command;
-      if (!command.ParseFromString(rec.payload)) {
-        return absl::DataLossError(absl::StrCat("ledger: journal entry ", rec.seq, " does not parse"));
-      }
-      broker->Apply(command, rec.at_ms);
-      seq = rec.seq;
-      ++replayed;
-      return absl::OkStatus();
-    });
-    if (!status.ok()) return status;
-    spdlog::info("ledger: recovered from snapshot at seq {} and {} journal entries", (*latest)->seq, replayed);
+    broker = std::move(recovered->broker);
+    seq = recovered->seq;
+    spdlog::info("ledger: recovered from snapshot at seq {} and {} journal entries", recovered->snapshot_seq,
+                 recovered->replayed);
   }
   auto loop = std::unique_ptr<CoreLoop>(new CoreLoop(std::move(broker), std::move(store), clock, options, seq));
   // The config file given at start-up is the one in force.
@@ -109,6 +97,10 @@ absl::StatusOr<std::unique_ptr<CoreLoop>> CoreLoop::Open(const v1::Config& confi
     *apply.mutable_apply_config() = config;
     absl::Status result;
     loop->ApplyBatch({Pending{apply, [&](absl::StatusOr<Applied> applied) {
+                                if (!applied.ok()) {
+                                  result = applied.status();
+                                  return;
+                                }
                                 for (const auto& e : applied->events) {
                                   if (e.type == core::EventType::kError) result = absl::FailedPreconditionError(e.reason);
                                 }
@@ -127,7 +119,7 @@ void CoreLoop::Start() {
 }
 
 void CoreLoop::AnswerNow() {
-  std::deque<std::pair<Done, Applied>> answers;
+  std::deque<std::pair<Done, absl::StatusOr<Applied>>> answers;
   {
     std::lock_guard<std::mutex> lock(answers_mu_);
     answers.swap(answers_);
@@ -138,7 +130,7 @@ void CoreLoop::AnswerNow() {
 
 void CoreLoop::Respond() {
   while (true) {
-    std::deque<std::pair<Done, Applied>> answers;
+    std::deque<std::pair<Done, absl::StatusOr<Applied>>> answers;
     bool hook = false;
     {
       std::unique_lock<std::mutex> lock(answers_mu_);
@@ -198,7 +190,8 @@ void CoreLoop::Run() {
       std::unique_lock<std::mutex> lock(mu_);
       // Sleep until work arrives, a deadline of the core is due, or a tick.
       core::Time next = last_tick + tick_ms;
-      if (auto d = broker_->NextDeadline()) next = std::min(next, *d);
+      if (auto d = broker_->NextDeadline(); d && !core_dirty_) next = std::min(next, *d);
+      if (!ledger_health_.ok()) next = std::min(next, retry_commit_at_);
       const core::Time wait = std::max<core::Time>(0, next - clock_->NowMs());
       wake_.wait_for(lock, std::chrono::milliseconds(wait), [&] { return !queue_.empty() || stopping_; });
       while (!queue_.empty() && static_cast<int64_t>(batch.size()) < options_.max_batch) {
@@ -208,6 +201,17 @@ void CoreLoop::Run() {
       stop = stopping_ && queue_.empty();
     }
     const core::Time now = clock_->NowMs();
+    if (!LedgerHealth().ok()) {
+      // Writes are refused until the retry; the retry first needs a core
+      // that holds exactly what the ledger does.
+      if (now < retry_commit_at_ || (core_dirty_ && !ReloadCore())) {
+        if (now >= retry_commit_at_) retry_commit_at_ = now + options_.retry_commit_after_ms;
+        Refuse(std::move(batch));
+        if (stop) break;
+        continue;
+      }
+      if (batch.empty()) last_tick = now - tick_ms;  // a tick tries the ledger when no one writes
+    }
     const auto deadline = broker_->NextDeadline();
     if (batch.empty() && (now >= last_tick + tick_ms || (deadline && now >= *deadline))) {
       v1::Command tick;
@@ -297,12 +301,19 @@ void CoreLoop::ApplyBatch(std::vector<Pending> batch) {
     out.snapshot = ledger::SnapshotRecord{seq_, now, broker_->Snapshot().SerializeAsString()};
     last_snapshot_seq_ = seq_;
   }
+  if (!unwritten_usage_.empty() || !unwritten_loans_.empty()) {
+    out.usage.insert(out.usage.end(), unwritten_usage_.begin(), unwritten_usage_.end());
+    out.loans.insert(out.loans.end(), unwritten_loans_.begin(), unwritten_loans_.end());
+  }
   if (auto s = store_->Commit(out); !s.ok()) {
-    // The core has applied what the ledger could not record: the only safe
-    // way on is to stop and recover from the ledger, which holds exactly what
-    // was acknowledged.
-    spdlog::critical("ledger: commit failed, stopping to recover from the ledger: {}", s.ToString());
-    std::abort();
+    CommitFailed(s, std::move(batch), std::move(out));
+    return;
+  }
+  unwritten_usage_.clear();
+  unwritten_loans_.clear();
+  if (!LedgerHealth().ok()) {
+    spdlog::info("ledger: a commit succeeded again (seq {}); accepting writes", seq_);
+    SetLedgerHealth(absl::OkStatus());
   }
   auto model = ReadModel::Update(*before, *broker_, seq_, touched, all_teams);
   {
@@ -321,7 +332,66 @@ void CoreLoop::ApplyBatch(std::vector<Pending> batch) {
   }
 }
 
+void CoreLoop::CommitFailed(const absl::Status& failure, std::vector<Pending> batch, ledger::Batch refused) {
+  // The core has applied what the ledger did not record. Nothing of the batch
+  // is acknowledged; the core goes back to what the ledger holds, which is
+  // exactly what was acknowledged. Usage already happened, so its rows wait
+  // for the next commit, unless the rows themselves were refused.
+  spdlog::error("ledger: commit up to seq {} failed, refusing writes until a retry commits: {}", seq_,
+                failure.ToString());
+  if (failure.code() != absl::StatusCode::kInvalidArgument) {
+    unwritten_usage_ = std::move(refused.usage);
+    unwritten_loans_ = std::move(refused.loans);
+  }
+  SetLedgerHealth(absl::UnavailableError(absl::StrCat("the ledger cannot be written: ", failure.message())));
+  retry_commit_at_ = clock_->NowMs() + options_.retry_commit_after_ms;
+  core_dirty_ = true;
+  ReloadCore();
+  Refuse(std::move(batch));
+}
+
+bool CoreLoop::ReloadCore() {
+  absl::StatusOr<RecoveredCore> recovered = RecoverCore(*store_);
+  if (!recovered.ok()) {
+    spdlog::error("ledger: cannot reload the core from the ledger (will retry): {}", recovered.status().ToString());
+    return false;
+  }
+  broker_ = std::move(recovered->broker);
+  seq_ = recovered->seq;
+  last_snapshot_seq_ = std::min(last_snapshot_seq_, seq_);
+  core_dirty_ = false;
+  spdlog::info("ledger: core reloaded at seq {} (snapshot {} + {} journal entries)", seq_, recovered->snapshot_seq,
+               recovered->replayed);
+  return true;
+}
+
+void CoreLoop::Refuse(std::vector<Pending> batch) {
+  const absl::Status refused = absl::UnavailableError(absl::StrCat(
+      LedgerHealth().message(), "; nothing was changed, retry later"));
+  std::lock_guard<std::mutex> lock(answers_mu_);
+  for (Pending& p : batch) {
+    if (p.done) answers_.push_back({std::move(p.done), refused});
+  }
+  answers_cv_.notify_one();
+}
+
+absl::Status CoreLoop::LedgerHealth() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return ledger_health_;
+}
+
+void CoreLoop::SetLedgerHealth(absl::Status health) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (ledger_health_ == health) return;
+    ledger_health_ = health;
+  }
+  if (health_hook_) health_hook_(health);
+}
+
 absl::Status CoreLoop::Snapshot() {
+  // A core holding a refused batch must never reach the ledger.
+  if (core_dirty_ && !ReloadCore()) return absl::UnavailableError("the core could not be reloaded");
   if (seq_ == last_snapshot_seq_) return absl::OkStatus();
   ledger::Batch out;
   out.snapshot = ledger::SnapshotRecord{seq_, broker_->Now(), broker_->Snapshot().SerializeAsString()};

@@ -43,6 +43,9 @@ struct CoreLoopOptions {
   int64_t snapshot_every = 10000;   // journal entries between snapshots.
   int64_t max_batch = 1024;         // commands per group commit.
   int64_t accounting_every_ms = 1000;
+  // After a failed commit, writes are refused at once for this long; then
+  // the next batch (or a tick) tries the ledger again.
+  int64_t retry_commit_after_ms = 1000;
 };
 
 class CoreLoop {
@@ -56,8 +59,12 @@ class CoreLoop {
 
   void Start();
   // Queues a command; `done` runs on the responder thread after the batch
-  // holding it is durable (a failed commit aborts: nothing is answered).
-  // After Stop() began, `done` gets UNAVAILABLE at once.
+  // holding it is durable. When the ledger cannot be written (a commit
+  // failed: disk full, read-only, I/O error) `done` gets UNAVAILABLE and the
+  // command changes nothing: the core is reloaded from the ledger, writes are
+  // refused until a retry commits (CoreLoopOptions::retry_commit_after_ms),
+  // reads keep the last acknowledged state. After Stop() began, `done` gets
+  // UNAVAILABLE at once.
   void Submit(v1::Command command, Done done);
   // Finishes what is queued, writes a snapshot, stops the thread.
   void Stop();
@@ -66,6 +73,12 @@ class CoreLoop {
   // Runs on the responder thread after each batch's answers (e.g. to wake
   // WaitAdmission streams). Set before Start().
   void SetPublishHook(std::function<void()> hook) { publish_hook_ = std::move(hook); }
+  // OK while commits succeed; the failed commit's error while writes are
+  // refused.
+  absl::Status LedgerHealth() const;
+  // Runs on the loop thread whenever LedgerHealth() changes (e.g. to report
+  // NOT_SERVING on gRPC health). Set before Start().
+  void SetHealthHook(std::function<void(const absl::Status&)> hook) { health_hook_ = std::move(hook); }
   ledger::Store& store_for_tests() { return *store_; }
   int64_t last_seq() const { return seq_; }
 
@@ -78,6 +91,15 @@ class CoreLoop {
            CoreLoopOptions options, int64_t seq);
   void Run();
   void ApplyBatch(std::vector<Pending> batch);
+  // The commit-failure path: answers the batch UNAVAILABLE, keeps its usage
+  // rows for the next commit, reloads the core from the ledger.
+  void CommitFailed(const absl::Status& failure, std::vector<Pending> batch, ledger::Batch refused);
+  // Reloads the core from the ledger; false (logged) when the ledger cannot
+  // be read either, so the core stays unusable until a later retry.
+  bool ReloadCore();
+  void SetLedgerHealth(absl::Status health);
+  // Answers UNAVAILABLE without applying (writes refused until the retry).
+  void Refuse(std::vector<Pending> batch);
   absl::Status Snapshot();
   void Publish(const std::vector<core::Event>& events, const std::vector<std::string>& touched);
   // Observes every leaf team's usage at `now`; with take_rows, moves the
@@ -94,12 +116,20 @@ class CoreLoop {
   core::Time last_accounting_ = 0;
   ledger::Accountant accountant_;
   std::function<void()> publish_hook_;
+  std::function<void(const absl::Status&)> health_hook_;
+  // Loop thread only: the core holds a batch the ledger refused; when to
+  // try the ledger again; usage rows of refused batches, for the next commit.
+  bool core_dirty_ = false;
+  core::Time retry_commit_at_ = 0;
+  std::vector<ledger::UsageRow> unwritten_usage_;
+  std::vector<ledger::LoanRow> unwritten_loans_;
 
   mutable std::mutex mu_;
   std::condition_variable wake_;
   std::deque<Pending> queue_;  // guarded by mu_
   bool stopping_ = false;      // guarded by mu_
   std::shared_ptr<const ReadModel> published_;  // guarded by mu_
+  absl::Status ledger_health_;                  // guarded by mu_
   std::thread thread_;
 
   // Answers wait here for the responder thread (see Respond()).
@@ -107,7 +137,7 @@ class CoreLoop {
   void AnswerNow();  // before Start(): run queued answers on the caller's thread.
   std::mutex answers_mu_;
   std::condition_variable answers_cv_;
-  std::deque<std::pair<Done, Applied>> answers_;  // guarded by answers_mu_
+  std::deque<std::pair<Done, absl::StatusOr<Applied>>> answers_;  // guarded by answers_mu_
   bool answers_hook_pending_ = false;              // guarded by answers_mu_
   bool answers_done_ = false;                      // guarded by answers_mu_
   std::thread responder_;

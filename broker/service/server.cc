@@ -1,13 +1,12 @@
 #include "broker/service/server.h"
 
-#include <fcntl.h>
 #include <pthread.h>
-#include <sys/file.h>
 #include <signal.h>
 
 #include <chrono>
 #include <cstdio>
 #include <iostream>
+#include <mutex>
 
 #include "api/yaml_loader.h"
 #include "broker/core/config.h"
@@ -16,6 +15,7 @@
 #include "broker/service/elastic_service.h"
 #include "broker/service/forecast_service.h"
 #include "broker/service/services.h"
+#include "ledger/ledger_lock.h"
 #include "grpcpp/ext/proto_server_reflection_plugin.h"
 #include "grpcpp/grpcpp.h"
 #include "grpcpp/health_check_service_interface.h"
@@ -46,17 +46,29 @@ int RunServer(const ServerOptions& options) {
   }
   for (const auto& w : compiled->warnings) spdlog::warn("config: {}", w);
 
-  // One broker per ledger: a second one on the same file would fork the
-  // journal. The lock is released by the kernel when the process ends.
-  const std::string lock_path = options.db_path + ".lock";
-  const int lock_fd = open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-  if (lock_fd < 0 || flock(lock_fd, LOCK_EX | LOCK_NB) != 0) {
-    std::cerr << "tidegated: " << options.db_path << " is in use by another tidegated (lock " << lock_path << ")\n";
+  // One broker per ledger file, whatever path names it (ledger/ledger_lock.h).
+  // Held until RunServer returns, after every connection to the file closed.
+  auto lock = ledger::LedgerLock::Acquire(options.db_path, options.init);
+  if (!lock.ok()) {
+    std::cerr << "tidegated: " << lock.status().message();
+    if (absl::IsNotFound(lock.status())) std::cerr << "; pass --init to create a new ledger there";
+    std::cerr << "\n";
     return 1;
+  }
+  const bool new_ledger = lock->size() == 0;
+  if (new_ledger && !options.init) {
+    std::cerr << "tidegated: ledger " << options.db_path
+              << " is empty (0 bytes); pass --init to start a new ledger in it\n";
+    return 1;
+  }
+  if (lock->links() > 1) {
+    spdlog::warn("ledger {} has {} hard links: SQLite names its WAL after the path, so open it by one path only",
+                 options.db_path, lock->links());
   }
 
   ledger::SqliteOptions sqlite;
   sqlite.synchronous_full = options.sync_full;
+  sqlite.create = options.init;
   auto store = ledger::OpenSqliteStore(options.db_path, sqlite);
   if (!store.ok()) {
     std::cerr << "tidegated: " << store.status().message() << "\n";
@@ -100,6 +112,19 @@ int RunServer(const ServerOptions& options) {
     agents.Notify();
     elastic.Notify();
   });
+  // gRPC health follows the ledger: NOT_SERVING while commits fail (reads
+  // are still served), SERVING again once one succeeds.
+  std::mutex health_mu;
+  grpc::HealthCheckServiceInterface* health = nullptr;  // guarded by health_mu
+  (*loop)->SetHealthHook([&health_mu, &health](const absl::Status& status) {
+    std::lock_guard<std::mutex> lock(health_mu);
+    if (status.ok()) {
+      spdlog::info("health: SERVING (the ledger accepts writes again)");
+    } else {
+      spdlog::error("health: NOT_SERVING: {}", std::string(status.message()));
+    }
+    if (health != nullptr) health->SetServingStatus(status.ok());
+  });
   (*loop)->Start();
 
   grpc::EnableDefaultHealthCheckService(true);
@@ -121,7 +146,11 @@ int RunServer(const ServerOptions& options) {
     (*loop)->Stop();
     return 1;
   }
-  server->GetHealthCheckService()->SetServingStatus(true);
+  {
+    std::lock_guard<std::mutex> lock(health_mu);
+    health = server->GetHealthCheckService();
+    health->SetServingStatus((*loop)->LedgerHealth().ok());
+  }
   // Tests and scripts wait for this line (the port is real even for :0).
   std::string address = options.listen.substr(0, options.listen.rfind(':') + 1) + std::to_string(port);
   std::printf("tidegated listening on %s\n", address.c_str());
@@ -131,7 +160,11 @@ int RunServer(const ServerOptions& options) {
   int sig = 0;
   sigwait(&signals, &sig);
   spdlog::info("signal {}: stopping (finishing what is in flight)", sig);
-  server->GetHealthCheckService()->SetServingStatus(false);
+  {
+    std::lock_guard<std::mutex> lock(health_mu);
+    health->SetServingStatus(false);
+    health = nullptr;
+  }
   admission.CloseStreams();
   agents.CloseStreams();
   elastic.CloseStreams();

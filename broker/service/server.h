@@ -11,13 +11,19 @@ namespace tidegate::service {
 struct ServerOptions {
   std::string config_path;              // --config (YAML, tidegate.v1.Config)
   std::string db_path = "tidegate.db";  // --db (SQLite ledger)
+  // --init: create the ledger when --db is missing or empty (0 bytes).
+  // Without it such a path is refused: a ledger that vanished is never
+  // silently replaced by a new, empty one. An existing ledger is opened as
+  // usual either way.
+  bool init = false;
   std::string listen = "127.0.0.1:50051";
   bool sync_full = true;                // --sync full|normal
   int64_t snapshot_every = 10000;       // journal entries between snapshots
 };
 
 // Exit codes: 0 after a clean shutdown, 2 bad config or flags, 1 when the
-// ledger or the listening port cannot be opened.
+// ledger or the listening port cannot be opened (the ledger missing or empty
+// without --init, locked by another broker, read-only, damaged).
 int RunServer(const ServerOptions& options);
 
 }  // namespace tidegate::service

@@ -5,6 +5,8 @@
 #include "absl/strings/str_cat.h"
 #include "broker/core/broker.h"
 #include "google/protobuf/util/message_differencer.h"
+#include "broker/service/recovery.h"
+#include "ledger/journal_damage.h"
 #include "ledger/verify.h"
 
 namespace tidegate::service {
@@ -45,13 +47,15 @@ std::string StateName(v1::JobState s) {
 absl::StatusOr<VerifyReport> VerifyLedger(ledger::Store& store) {
   VerifyReport report;
   auto earliest = store.EarliestSnapshot();
+  if (!earliest.ok() && ledger::DamagedSnapshotSeq(earliest.status()).has_value()) {
+    report.problems.push_back(absl::StrCat("initial state: ", earliest.status().message()));
+    return report;
+  }
   if (!earliest.ok()) return earliest.status();
   if (!earliest->has_value()) return absl::FailedPreconditionError("the ledger has no initial state");
-  auto latest = store.LatestSnapshot();
-  if (!latest.ok()) return latest.status();
 
-  // From the first entry: the journal's own checks (gaps, checksums) while
-  // the entries are replayed in order.
+  // From the first entry: the journal's own checks (gaps, checksums,
+  // snapshots' checksums) while the entries are replayed in order.
   auto from_start = RestoreSnapshot(**earliest);
   if (!from_start.ok()) return from_start.status();
   const int64_t first = (*earliest)->seq;
@@ -60,18 +64,14 @@ absl::StatusOr<VerifyReport> VerifyLedger(ledger::Store& store) {
   });
   if (!journal.ok()) return journal.status();
   for (const auto& p : journal->problems) report.problems.push_back(absl::StrCat("journal: ", p.what));
-  // From the latest snapshot: what the broker starts from.
-  auto from_snapshot = RestoreSnapshot(**latest);
-  if (!from_snapshot.ok()) {
-    report.problems.push_back(absl::StrCat("latest snapshot: ", from_snapshot.status().message()));
+  // What the broker starts from: the newest intact snapshot and the journal
+  // after it (damaged snapshots are already listed above).
+  absl::StatusOr<RecoveredCore> recovered = RecoverCore(store);
+  if (!recovered.ok()) {
+    report.problems.push_back(absl::StrCat("start-up state: ", recovered.status().message()));
     return report;
   }
-  int64_t tail = 0;
-  const int64_t latest_seq = (*latest)->seq;
-  absl::Status read = store.ReadJournal(latest_seq, [&](const ledger::JournalRecord& rec) {
-    return ApplyEntry(**from_snapshot, latest_seq, rec, &tail);
-  });
-  if (!read.ok()) report.problems.push_back(absl::StrCat("journal tail: ", read.message()));
+  std::unique_ptr<core::Broker>* from_snapshot = &recovered->broker;
   const v1::CoreSnapshot a = (*from_start)->Snapshot();
   const v1::CoreSnapshot b = (*from_snapshot)->Snapshot();
   report.jobs = a.jobs_size();

@@ -74,7 +74,7 @@ class Env:
 
     def start_broker(self, listen="127.0.0.1:0"):
         err = open(self.broker_log, "a")
-        self.broker = subprocess.Popen([self.args.tidegated, "--config", self.config, "--db", self.db,
+        self.broker = subprocess.Popen([self.args.tidegated, "--config", self.config, "--db", self.db, "--init",
                                         "--listen", listen],
                                        stdout=subprocess.PIPE, stderr=err, text=True)
         err.close()

@@ -75,7 +75,7 @@ policy: {default_grace_s: 5, tick_s: 1, requeue_backoff_s: 0}
 EOF
 
 start_broker() {
-  "$bin/tidegated" --config "$dir/tidegate.yaml" --db "$dir/tidegate.db" --listen 127.0.0.1:0 \
+  "$bin/tidegated" --config "$dir/tidegate.yaml" --db "$dir/tidegate.db" --init --listen 127.0.0.1:0 \
     >"$dir/broker.out" 2>>"$dir/broker.log" &
   broker_pid=$!
   wait_for 30 grep -q "listening on" "$dir/broker.out" || { echo "FAIL: tidegated did not start"; exit 1; }

@@ -41,11 +41,19 @@ bool ServerProcess::Start() {
   if (pipe(out) != 0) return false;
   const std::string bin = BinDir() + "/tidegated";
   std::vector<std::string> args = {bin, "--config", config_, "--db", db_, "--listen", "127.0.0.1:0"};
+  if (init_) args.push_back("--init");
   args.insert(args.end(), extra_.begin(), extra_.end());
+  // The log goes next to the ledger, or to a temporary file when the
+  // ledger's directory cannot be written (a read-only file system test).
+  int err = open(stderr_path_.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+  if (err < 0) {
+    std::string tmpl = (std::filesystem::temp_directory_path() / "tidegated-stderr-XXXXXX").string();
+    err = mkostemp(tmpl.data(), O_APPEND | O_CLOEXEC);
+    stderr_path_ = tmpl;
+  }
   pid_ = fork();
   if (pid_ == 0) {
     dup2(out[1], STDOUT_FILENO);
-    const int err = open(stderr_path_.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
     if (err >= 0) dup2(err, STDERR_FILENO);
     close(out[0]);
     std::vector<char*> argv;
@@ -55,7 +63,16 @@ bool ServerProcess::Start() {
     _exit(127);
   }
   close(out[1]);
+  if (err >= 0) close(err);
   stdout_fd_ = out[0];
+  // It exited before printing its address: keep the exit code.
+  auto exited = [this] {
+    int status = 0;
+    waitpid(pid_, &status, 0);
+    pid_ = -1;
+    exit_code_ = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    return false;
+  };
   // Wait (bounded) for "tidegated listening on ADDR".
   std::string seen;
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
@@ -65,13 +82,14 @@ bool ServerProcess::Start() {
       int status;
       if (waitpid(pid_, &status, WNOHANG) == pid_) {
         pid_ = -1;
+        exit_code_ = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
         return false;
       }
       continue;
     }
     char buf[256];
     const ssize_t n = read(stdout_fd_, buf, sizeof buf);
-    if (n <= 0) return false;
+    if (n <= 0) return exited();
     seen.append(buf, n);
     const std::string marker = "tidegated listening on ";
     if (auto at = seen.find(marker); at != std::string::npos) {

@@ -27,13 +27,17 @@ class TempDir {
 
 class ServerProcess {
  public:
-  // Starts `tidegated --config config_path --db db_path --listen 127.0.0.1:0
-  // extra...` and waits until it prints its address. The binary is found in
-  // $TIDEGATE_BIN_DIR (set by CTest) or ./build/bin.
+  // Starts `tidegated --config config_path --db db_path --init --listen
+  // 127.0.0.1:0 extra...` and waits until it prints its address. --init
+  // creates the ledger when it is missing and opens it as usual otherwise;
+  // tests of a missing ledger turn it off with set_init(false). The binary is
+  // found in $TIDEGATE_BIN_DIR (set by CTest) or ./build/bin.
   ServerProcess(std::string config_path, std::string db_path, std::vector<std::string> extra = {});
+  void set_init(bool init) { init_ = init; }
   ~ServerProcess();  // SIGKILLs it if still running.
 
-  bool Start();              // false if it did not come up.
+  bool Start();              // false if it did not come up (see exit_code()).
+  int exit_code() const { return exit_code_; }  // when Start() saw it exit; -1 otherwise
   int Terminate();           // SIGTERM, wait; returns the exit code.
   void Kill();               // SIGKILL, wait.
   const std::string& address() const { return address_; }
@@ -45,10 +49,12 @@ class ServerProcess {
  private:
   std::string config_, db_;
   std::vector<std::string> extra_;
+  bool init_ = true;
   pid_t pid_ = -1;
   int stdout_fd_ = -1;
   std::string address_;
   std::string stderr_path_;
+  int exit_code_ = -1;
 };
 
 }  // namespace tidegate::testing

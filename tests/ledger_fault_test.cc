@@ -1,0 +1,310 @@
+// The ledger's faults against the real tidegated (docs/operations.md): a
+// missing or empty ledger, a second broker on a hard link or symlink, a
+// read-only file system, a full disk that is freed again, a flipped bit in
+// a snapshot, a deleted WAL. Disk full and read-only use a small tmpfs
+// mount (the tests skip when mounting is not allowed).
+#include <fcntl.h>
+#include <sqlite3.h>
+#include <sys/mount.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <sstream>
+#include <thread>
+
+#include "gmock/gmock.h"
+#include "grpcpp/generic/generic_stub.h"
+#include "grpcpp/grpcpp.h"
+#include "grpcpp/impl/codegen/client_unary_call.h"
+#include "gtest/gtest.h"
+#include "tests/support/server_process.h"
+#include "tidegate/v1/service.grpc.pb.h"
+
+namespace tidegate {
+namespace {
+
+using ::testing::HasSubstr;
+using ::testing::Not;
+
+constexpr char kConfig[] = R"(
+clusters:
+  - {name: a, capacity: {gpu: 64}}
+teams:
+  - {name: red, quota: {gpu: {guaranteed: 64}}}
+policy: {default_grace_s: 0, tick_s: 1}
+)";
+
+// gRPC health (grpc.health.v1.Health/Check for the whole server), read from
+// the raw response: field 1, varint; 1 = SERVING, 2 = NOT_SERVING.
+int HealthStatus(const std::shared_ptr<grpc::Channel>& channel) {
+  grpc::ClientContext ctx;
+  ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(5));
+  grpc::Slice empty("");
+  grpc::ByteBuffer request(&empty, 1);
+  grpc::ByteBuffer response;
+  const grpc::internal::RpcMethod method("/grpc.health.v1.Health/Check", grpc::internal::RpcMethod::NORMAL_RPC);
+  grpc::Status s = grpc::internal::BlockingUnaryCall<grpc::ByteBuffer, grpc::ByteBuffer>(channel.get(), method, &ctx,
+                                                                                       request, &response);
+  if (!s.ok()) return -1;
+  std::vector<grpc::Slice> slices;
+  if (!response.Dump(&slices).ok()) return -1;
+  std::string bytes;
+  for (const auto& slice : slices) bytes.append(reinterpret_cast<const char*>(slice.begin()), slice.size());
+  return bytes.size() == 2 && bytes[0] == 0x08 ? bytes[1] : 0;
+}
+constexpr int kServing = 1;
+constexpr int kNotServing = 2;
+
+// Polls `done` until it holds or 15 s pass (the broker retries the ledger
+// once a second).
+bool Eventually(const std::function<bool()>& done) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(15);
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (done()) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  return done();
+}
+
+grpc::Status Admit(const std::shared_ptr<grpc::Channel>& channel, const std::string& job) {
+  auto stub = v1::AdmissionService::NewStub(channel);
+  grpc::ClientContext ctx;
+  ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
+  v1::AdmitRequest req;
+  req.mutable_job()->set_job(job);
+  req.mutable_job()->set_team("red");
+  req.mutable_job()->set_replicas(1);
+  (*req.mutable_job()->mutable_per_replica())["gpu"] = 1;
+  v1::AdmitResponse resp;
+  return stub->Admit(&ctx, req, &resp);
+}
+
+grpc::Status GetJob(const std::shared_ptr<grpc::Channel>& channel, const std::string& job) {
+  auto stub = v1::AdmissionService::NewStub(channel);
+  grpc::ClientContext ctx;
+  v1::GetJobRequest req;
+  req.set_job(job);
+  v1::JobInfo info;
+  return stub->GetJob(&ctx, req, &info);
+}
+
+// `tidegate ledger verify --db DB`: exit code and stdout.
+std::pair<int, std::string> Verify(const testing::TempDir& dir, const std::string& db) {
+  const std::string out = dir.File("verify.out");
+  const std::string cmd = testing::ServerProcess::BinDir() + "/tidegate ledger verify --db " + db + " > " + out + " 2>&1";
+  const int status = std::system(cmd.c_str());
+  std::ifstream in(out);
+  std::stringstream text;
+  text << in.rdbuf();
+  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, text.str()};
+}
+
+class LedgerFaultTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    config_ = dir_.File("tidegate.yaml");
+    std::ofstream(config_) << kConfig;
+    db_ = dir_.File("tidegate.db");
+  }
+  void TearDown() override {
+    if (!mounted_.empty()) umount2(mounted_.c_str(), MNT_DETACH);
+  }
+  // A tmpfs of `kib` KiB at dir/mnt; false when mounting is not allowed.
+  bool MountTmpfs(int kib) {
+    const std::string at = dir_.File("mnt");
+    std::filesystem::create_directory(at);
+    const std::string options = "size=" + std::to_string(kib) + "k";
+    if (mount("tmpfs", at.c_str(), "tmpfs", 0, options.c_str()) != 0) return false;
+    mounted_ = at;
+    db_ = at + "/tidegate.db";
+    return true;
+  }
+  bool Remount(bool read_only) {
+    return mount("tmpfs", mounted_.c_str(), "tmpfs", MS_REMOUNT | (read_only ? MS_RDONLY : 0), nullptr) == 0;
+  }
+
+  testing::TempDir dir_;
+  std::string config_, db_, mounted_;
+};
+
+TEST_F(LedgerFaultTest, AMissingLedgerIsRefusedUnlessInitAsksForOne) {
+  testing::ServerProcess refused(config_, db_);
+  refused.set_init(false);
+  EXPECT_FALSE(refused.Start());
+  EXPECT_EQ(refused.exit_code(), 1);
+  EXPECT_THAT(refused.Stderr(), HasSubstr("ledger " + db_ + " does not exist; pass --init"));
+  EXPECT_FALSE(std::filesystem::exists(db_));
+
+  testing::ServerProcess created(config_, db_);  // --init
+  ASSERT_TRUE(created.Start()) << created.Stderr();
+  EXPECT_TRUE(Admit(created.Channel(), "j1").ok());
+}
+
+TEST_F(LedgerFaultTest, AnEmptyLedgerFileIsRefusedUnlessInitAsksForOne) {
+  std::ofstream(db_).close();  // 0 bytes, as a truncated or `touch`ed file
+  testing::ServerProcess refused(config_, db_);
+  refused.set_init(false);
+  EXPECT_FALSE(refused.Start());
+  EXPECT_EQ(refused.exit_code(), 1);
+  EXPECT_THAT(refused.Stderr(), HasSubstr("ledger " + db_ + " is empty (0 bytes); pass --init"));
+  EXPECT_EQ(std::filesystem::file_size(db_), 0u);
+}
+
+TEST_F(LedgerFaultTest, ASecondBrokerOnAHardLinkOrSymlinkIsRefused) {
+  testing::ServerProcess first(config_, db_);
+  ASSERT_TRUE(first.Start()) << first.Stderr();
+  const std::string hard = dir_.File("hard-link.db"), soft = dir_.File("symlink.db");
+  std::filesystem::create_hard_link(db_, hard);
+  std::filesystem::create_symlink(db_, soft);
+  for (const std::string& other : {hard, soft}) {
+    testing::ServerProcess second(config_, other);
+    second.set_init(false);
+    EXPECT_FALSE(second.Start()) << other;
+    EXPECT_EQ(second.exit_code(), 1);
+    EXPECT_THAT(second.Stderr(), HasSubstr(other + " is in use by a running tidegated"));
+  }
+  EXPECT_TRUE(Admit(first.Channel(), "j1").ok());
+}
+
+TEST_F(LedgerFaultTest, AReadOnlyFileSystemIsReportedAsSuchThenTheBrokerStartsOnceWritable) {
+  if (!MountTmpfs(16 * 1024)) GTEST_SKIP() << "cannot mount a tmpfs here";
+  {
+    testing::ServerProcess broker(config_, db_);
+    ASSERT_TRUE(broker.Start()) << broker.Stderr();
+    ASSERT_TRUE(Admit(broker.Channel(), "j1").ok());
+    ASSERT_EQ(broker.Terminate(), 0);
+  }
+  ASSERT_TRUE(Remount(/*read_only=*/true));
+  testing::ServerProcess refused(config_, db_);
+  EXPECT_FALSE(refused.Start());
+  EXPECT_EQ(refused.exit_code(), 1);
+  EXPECT_THAT(refused.Stderr(), HasSubstr("Read-only file system"));
+  EXPECT_THAT(refused.Stderr(), Not(HasSubstr("in use")));
+
+  ASSERT_TRUE(Remount(/*read_only=*/false));
+  testing::ServerProcess again(config_, db_);
+  ASSERT_TRUE(again.Start()) << again.Stderr();
+  EXPECT_TRUE(GetJob(again.Channel(), "j1").ok());
+  EXPECT_TRUE(Admit(again.Channel(), "j2").ok());
+}
+
+TEST_F(LedgerFaultTest, AFullDiskStopsWritesNotReadsAndWritesResumeWhenSpaceIsFreed) {
+  if (!MountTmpfs(4 * 1024)) GTEST_SKIP() << "cannot mount a tmpfs here";
+  testing::ServerProcess broker(config_, db_);
+  ASSERT_TRUE(broker.Start()) << broker.Stderr();
+  auto channel = broker.Channel();
+  ASSERT_TRUE(Admit(channel, "before").ok());
+  EXPECT_EQ(HealthStatus(channel), kServing);
+
+  // Fill the file system.
+  const std::string filler = mounted_ + "/filler";
+  {
+    const int fd = open(filler.c_str(), O_WRONLY | O_CREAT, 0644);
+    ASSERT_GE(fd, 0);
+    const std::string chunk(64 * 1024, 'x');
+    while (write(fd, chunk.data(), chunk.size()) > 0) {
+    }
+    const std::string byte(1, 'x');
+    while (write(fd, byte.data(), 1) > 0) {
+    }
+    close(fd);
+  }
+  // The WAL grows with each commit; the first one that needs a page fails.
+  std::string refused_job;
+  grpc::Status refused;
+  for (int i = 0; i < 300 && refused.ok(); ++i) {
+    refused_job = "full-" + std::to_string(i);
+    refused = Admit(channel, refused_job);
+  }
+  ASSERT_EQ(refused.error_code(), grpc::StatusCode::UNAVAILABLE) << refused.error_message();
+  EXPECT_THAT(refused.error_message(), HasSubstr("disk is full"));
+  EXPECT_EQ(HealthStatus(channel), kNotServing);
+  EXPECT_TRUE(GetJob(channel, "before").ok());  // reads go on
+  EXPECT_EQ(GetJob(channel, refused_job).error_code(), grpc::StatusCode::NOT_FOUND);
+
+  std::filesystem::remove(filler);
+  ASSERT_TRUE(Eventually([&] { return HealthStatus(channel) == kServing; })) << broker.Stderr();
+  EXPECT_TRUE(Admit(channel, refused_job).ok());
+  EXPECT_TRUE(GetJob(channel, refused_job).ok());
+  EXPECT_THAT(broker.Stderr(), HasSubstr("health: NOT_SERVING: the ledger cannot be written: "));
+  EXPECT_EQ(broker.Terminate(), 0) << broker.Stderr();  // it never aborted
+}
+
+// Flips one bit of a job id inside the newest snapshot's payload, as a bad
+// disk sector would, leaving the stored checksum as it was.
+void FlipABitInTheLatestSnapshot(const std::string& db, const std::string& needle) {
+  sqlite3* raw = nullptr;
+  ASSERT_EQ(sqlite3_open(db.c_str(), &raw), SQLITE_OK);
+  std::unique_ptr<sqlite3, int (*)(sqlite3*)> conn(raw, sqlite3_close);
+  sqlite3_stmt* read = nullptr;
+  ASSERT_EQ(sqlite3_prepare_v2(raw, "SELECT seq, payload FROM snapshots ORDER BY seq DESC LIMIT 1", -1, &read, nullptr),
+            SQLITE_OK);
+  ASSERT_EQ(sqlite3_step(read), SQLITE_ROW);
+  const int64_t seq = sqlite3_column_int64(read, 0);
+  std::string payload(static_cast<const char*>(sqlite3_column_blob(read, 1)), sqlite3_column_bytes(read, 1));
+  sqlite3_finalize(read);
+  const size_t at = payload.find(needle);
+  ASSERT_NE(at, std::string::npos);
+  payload[at] ^= 0x01;  // 'j' -> 'k'
+  sqlite3_stmt* write = nullptr;
+  ASSERT_EQ(sqlite3_prepare_v2(raw, "UPDATE snapshots SET payload = ?1 WHERE seq = ?2", -1, &write, nullptr), SQLITE_OK);
+  sqlite3_bind_blob(write, 1, payload.data(), static_cast<int>(payload.size()), SQLITE_TRANSIENT);
+  sqlite3_bind_int64(write, 2, seq);
+  ASSERT_EQ(sqlite3_step(write), SQLITE_DONE);
+  sqlite3_finalize(write);
+}
+
+TEST_F(LedgerFaultTest, AFlippedBitInASnapshotIsFoundAndAnOlderSnapshotIsReplayed) {
+  {
+    testing::ServerProcess broker(config_, db_, {"--snapshot-every", "3"});
+    ASSERT_TRUE(broker.Start()) << broker.Stderr();
+    for (int i = 0; i < 7; ++i) ASSERT_TRUE(Admit(broker.Channel(), "j" + std::to_string(i)).ok());
+    ASSERT_EQ(broker.Terminate(), 0);
+  }
+  FlipABitInTheLatestSnapshot(db_, "j6");
+
+  testing::ServerProcess broker(config_, db_);
+  ASSERT_TRUE(broker.Start()) << broker.Stderr();
+  EXPECT_THAT(broker.Stderr(), HasSubstr("does not match its contents"));
+  EXPECT_THAT(broker.Stderr(), HasSubstr("recovering from an older snapshot"));
+  for (int i = 0; i < 7; ++i) EXPECT_TRUE(GetJob(broker.Channel(), "j" + std::to_string(i)).ok()) << i;
+  EXPECT_EQ(GetJob(broker.Channel(), "k6").error_code(), grpc::StatusCode::NOT_FOUND);
+  broker.Kill();
+  auto [code, out] = Verify(dir_, db_);
+  EXPECT_EQ(code, 1) << out;
+  EXPECT_THAT(out, HasSubstr("does not match its contents"));
+}
+
+TEST_F(LedgerFaultTest, ADeletedWalIsDetectedRatherThanLosingAcknowledgedWork) {
+  {
+    testing::ServerProcess broker(config_, db_);
+    ASSERT_TRUE(broker.Start()) << broker.Stderr();
+    ASSERT_TRUE(Admit(broker.Channel(), "checkpointed").ok());
+    ASSERT_EQ(broker.Terminate(), 0);  // a clean stop folds the WAL into the file
+  }
+  {
+    testing::ServerProcess broker(config_, db_);
+    ASSERT_TRUE(broker.Start()) << broker.Stderr();
+    for (int i = 0; i < 5; ++i) ASSERT_TRUE(Admit(broker.Channel(), "acked-" + std::to_string(i)).ok());
+    broker.Kill();  // the acknowledged admits are only in the WAL
+  }
+  ASSERT_TRUE(std::filesystem::remove(db_ + "-wal"));
+  std::filesystem::remove(db_ + "-shm");
+
+  testing::ServerProcess refused(config_, db_);
+  EXPECT_FALSE(refused.Start());
+  EXPECT_EQ(refused.exit_code(), 1);
+  EXPECT_THAT(refused.Stderr(), HasSubstr("was acknowledged"));
+  EXPECT_THAT(refused.Stderr(), HasSubstr(db_ + "-wal"));
+  auto [code, out] = Verify(dir_, db_);
+  EXPECT_EQ(code, 1) << out;
+  EXPECT_THAT(out, HasSubstr("was acknowledged"));
+}
+
+}  // namespace
+}  // namespace tidegate
