@@ -543,5 +543,17 @@ TEST(ElasticTest, StaleOrOutOfRangeAcksChangeNothing) {
   EXPECT_THAT(Kinds(b->Apply(Tick(), kMonday + 60 * kSec)), ElementsAre("resize t1 4->6  grow"));
 }
 
+TEST(ElasticTest, AnAckAtTheDeadlineInstantIsInTime) {
+  // The grow asked at Monday 00:00 is due resize_timeout_s (60 s) later; an
+  // ack that arrives at that very ms completes it, with no `deadline`
+  // record withdrawing it first.
+  auto b = Make(kTide, kMonday);
+  b->Apply(Spec("t1").Team("training").Gpus(2).Elastic(2, 6).Submit(), kMonday);
+  ASSERT_EQ(b->NextDeadline(), kMonday + 60 * kSec);
+  EXPECT_THAT(Kinds(b->Apply(Ack("t1", 1, 6), kMonday + 60 * kSec)), IsEmpty());
+  EXPECT_EQ(b->GetJob("t1")->replicas, 6);
+  EXPECT_EQ(b->GetJob("t1")->resize_from, -1);
+}
+
 }  // namespace
 }  // namespace tidegate::core

@@ -122,8 +122,7 @@ class Run {
   }
   SimResult result_;
   int next_progress_tenth_ = 1;
-  // The next periodic tick (policy.tick_s after the previous one, from
-  // start); kNever when tick_s is 0.
+  // The next periodic tick (policy.tick_s after the previous one, from start).
   Time next_tick_ = kNever;
   Time tick_ms_ = 0;
 };
@@ -365,9 +364,10 @@ absl::StatusOr<SimResult> Run::Go() {
   RefreshGuarantees();
   RefreshCapacity();
   // POLICY.md §4: a cycle runs on every tick too (lost work, and with it the
-  // victim order, moves with time alone).
-  tick_ms_ = (scenario_.policy().has_tick_s() ? scenario_.policy().tick_s() : 10) * core::kMillisPerSecond;
-  if (tick_ms_ > 0) next_tick_ = start_ + tick_ms_;
+  // victim order, moves with time alone). As the service: tick_s 0 is 1 s.
+  const int64_t tick_s = scenario_.policy().has_tick_s() ? scenario_.policy().tick_s() : 10;
+  tick_ms_ = std::max<int64_t>(1, tick_s) * core::kMillisPerSecond;
+  next_tick_ = start_ + tick_ms_;
   size_t next_input = 0;
   size_t next_expect = 0;
   auto expect_at = [&](size_t k) {

@@ -14,7 +14,8 @@
 //     command, then the other events in file order, one command each, then
 //     any work they made due at the same instant;
 //   - expectations at `at` are checked after all of that.
-//   - every policy.tick_s (default 10; 0 = none) from start, an Apply(Tick)
+//   - every policy.tick_s (default 10; 0 counts as 1, as in the service)
+//     from start, an Apply(Tick)
 //     after the instant's events: a cycle on every tick (POLICY.md §4), since
 //     lost work, and with it the victim order, moves with time alone.
 //
