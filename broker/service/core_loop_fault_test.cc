@@ -118,6 +118,7 @@ class CoreLoopFaultTest : public ::testing::Test {
   v1::Config config_;
   std::unique_ptr<ledger::Store> memory_ = ledger::NewMemoryStore();
   RealClock real_clock_;
+  FakeClock fake_clock_{1'700'000'000'000};
   Clock* clock_ = &real_clock_;
   FailingStore* store_ = nullptr;
   HealthLog health_;
@@ -176,7 +177,7 @@ TEST_F(CoreLoopFaultTest, TheCoreForgetsARefusedCommand) {
 }
 
 TEST_F(CoreLoopFaultTest, UntilTheRetryWritesAreRefusedWithoutTouchingTheLedger) {
-  FakeClock fake(1'700'000'000'000);
+  FakeClock& fake = fake_clock_;
   clock_ = &fake;
   Open(/*retry_ms=*/60'000);
   store_->Fail(absl::ResourceExhaustedError("database or disk is full"));
