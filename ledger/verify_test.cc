@@ -109,6 +109,21 @@ TEST(CheckJournalTest, StopsListingAtTheLimit) {
   EXPECT_THAT(FormatReport(*report), HasSubstr("(more problems not listed)"));
 }
 
+TEST(CheckJournalTest, ADamagedSnapshotIsListedAndTheOthersStillCount) {
+  auto store = StoreWithEntries(4);
+  Batch more;
+  const std::string payload = "command 5";
+  more.journal.push_back({5, 5, "submit", payload, Checksum(payload)});
+  more.snapshot = SnapshotRecord{5, 5, "state"};
+  ASSERT_TRUE(store->Commit(more).ok());
+  ASSERT_TRUE(CorruptMemorySnapshotForTest(*store, 5).ok());
+  auto report = CheckJournal(*store);
+  ASSERT_TRUE(report.ok()) << report.status();
+  EXPECT_THAT(report->problems, ElementsAre(FieldsAre(5, HasSubstr("snapshot at seq 5: stored checksum"))));
+  EXPECT_EQ(report->latest_snapshot_seq, 5);
+  EXPECT_EQ(report->earliest_snapshot_seq, 4);
+}
+
 // A store whose snapshot claims a seq its journal never reached.
 class SnapshotFromTheFuture : public ForwardingStore {
  public:

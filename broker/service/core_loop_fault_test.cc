@@ -12,6 +12,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "ledger/forwarding_store.h"
+#include "ledger/memory_store.h"
 
 namespace tidegate::service {
 namespace {
@@ -118,6 +119,7 @@ class CoreLoopFaultTest : public ::testing::Test {
   v1::Config config_;
   std::unique_ptr<ledger::Store> memory_ = ledger::NewMemoryStore();
   RealClock real_clock_;
+  FakeClock fake_clock_{1'700'000'000'000};
   Clock* clock_ = &real_clock_;
   FailingStore* store_ = nullptr;
   HealthLog health_;
@@ -176,7 +178,7 @@ TEST_F(CoreLoopFaultTest, TheCoreForgetsARefusedCommand) {
 }
 
 TEST_F(CoreLoopFaultTest, UntilTheRetryWritesAreRefusedWithoutTouchingTheLedger) {
-  FakeClock fake(1'700'000'000'000);
+  FakeClock& fake = fake_clock_;
   clock_ = &fake;
   Open(/*retry_ms=*/60'000);
   store_->Fail(absl::ResourceExhaustedError("database or disk is full"));
@@ -192,6 +194,19 @@ TEST_F(CoreLoopFaultTest, UntilTheRetryWritesAreRefusedWithoutTouchingTheLedger)
   EXPECT_TRUE(loop_->LedgerHealth().ok());
   EXPECT_NE(loop_->Published()->FindJob("j4"), nullptr);
   EXPECT_EQ(loop_->Published()->FindJob("j2"), nullptr);
+}
+
+TEST_F(CoreLoopFaultTest, OpenPassesOverADamagedSnapshotAndReplaysFromAnOlderOne) {
+  ASSERT_TRUE(Run(Submit("j1", "red", 2)).ok());
+  ASSERT_TRUE(Run(Submit("j2", "blue", 2)).ok());
+  loop_->Stop();  // writes a snapshot at the journal's end
+  const int64_t end = LedgerSeq();
+  ASSERT_EQ(memory_->LatestSnapshot().value()->seq, end);
+  ASSERT_TRUE(ledger::CorruptMemorySnapshotForTest(*memory_, end).ok());
+  Open(10);
+  ASSERT_NE(loop_->Published()->FindJob("j1"), nullptr);
+  ASSERT_NE(loop_->Published()->FindJob("j2"), nullptr);
+  EXPECT_EQ(loop_->last_seq(), end);
 }
 
 }  // namespace
