@@ -49,7 +49,9 @@ class CoreLoop {
  public:
   // Recovers the core from the store (latest snapshot + journal tail), or
   // creates it from `config` when the store is empty. If the store's config
-  // differs from `config`, `config` is applied as a journalled command.
+  // differs from `config`, `config` is applied as a journalled command and
+  // the field-by-field diff is logged (docs/config.md: the file given at
+  // start-up is the config in force).
   static absl::StatusOr<std::unique_ptr<CoreLoop>> Open(const v1::Config& config, std::unique_ptr<ledger::Store> store,
                                                         Clock* clock, CoreLoopOptions options);
   ~CoreLoop();  // Stop()s.
@@ -59,6 +61,10 @@ class CoreLoop {
   // holding it is durable (a failed commit aborts: nothing is answered).
   // After Stop() began, `done` gets UNAVAILABLE at once.
   void Submit(v1::Command command, Done done);
+  // Like Submit, but the command is applied to a copy of the core (restored
+  // from its snapshot, so O(state)) and neither journalled nor kept: `done`
+  // gets the events the real command would cause now. For dry runs.
+  void DryRun(v1::Command command, Done done);
   // Finishes what is queued, writes a snapshot, stops the thread.
   void Stop();
 
@@ -73,12 +79,14 @@ class CoreLoop {
   struct Pending {
     v1::Command command;
     Done done;
+    bool dry_run = false;
   };
   CoreLoop(std::unique_ptr<core::Broker> broker, std::unique_ptr<ledger::Store> store, Clock* clock,
            CoreLoopOptions options, int64_t seq);
   void Run();
   void ApplyBatch(std::vector<Pending> batch);
   absl::Status Snapshot();
+  std::vector<core::Event> DryRunEvents(const v1::Command& command, core::Time now) const;
   void Publish(const std::vector<core::Event>& events, const std::vector<std::string>& touched);
   // Observes every leaf team's usage at `now`; with take_rows, moves the
   // accumulated hourly usage and loans into the batch.
@@ -93,6 +101,7 @@ class CoreLoop {
   int64_t last_snapshot_seq_ = 0;
   core::Time last_accounting_ = 0;
   ledger::Accountant accountant_;
+  std::vector<std::string> accounting_problems_;  // the latest reported
   std::function<void()> publish_hook_;
 
   mutable std::mutex mu_;
