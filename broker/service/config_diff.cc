@@ -68,7 +68,7 @@ std::string Scalar(const Message& m, const FieldDescriptor* f, int index) {
 void Flatten(const Message& m, const std::string& prefix, Flat* out);
 
 // A map field: its entries by key; the quota maps of a team drop their own
-// name ("research gpu guaranteed", as the issue of a lead reads it).
+// name ("research gpu guaranteed", as a team lead would say it).
 void FlattenMap(const Message& m, const FieldDescriptor* f, const std::string& prefix, Flat* out) {
   const Reflection* r = m.GetReflection();
   const FieldDescriptor* key = f->message_type()->map_key();
