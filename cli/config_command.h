@@ -7,9 +7,13 @@
 // ApplyConfig: the broker validates the whole config (a refusal exits 2; its
 // message gets the file and line of the team or field it names when they can
 // be found) and, unless --dry-run, replaces its config in one journalled
-// command. Printed: the broker's diff, one change per line, then "applied N
-// changes", "dry run: N changes, nothing applied" or "no changes"; warnings
-// on stderr. -o json prints the ApplyConfigResponse.
+// command. A dry run runs the same checks on a copy of the broker's state and
+// exits as the apply would (a change that would strand jobs: exit 4).
+// Printed: the broker's diff, one changed field per line ("research gpu
+// guaranteed 16 -> 8", docs/config.md), then "applied N changes", "dry run: N
+// changes, nothing applied" or "no changes"; warnings on stderr (e.g. the
+// new config contradicts the file tidegated was started from). -o json
+// prints the ApplyConfigResponse.
 #ifndef TIDEGATE_CLI_CONFIG_COMMAND_H_
 #define TIDEGATE_CLI_CONFIG_COMMAND_H_
 

@@ -347,6 +347,25 @@ absl::Status WritePlot(const std::string& path, const std::string& title,
   return absl::OkStatus();
 }
 
+std::string UnlikeTailWarning(const std::vector<double>& values, const std::string& column) {
+  constexpr size_t kWeek = 168;
+  if (values.size() < 3 * kWeek) return "";
+  const size_t body_size = values.size() - kWeek;
+  double body = 0, tail = 0;
+  for (size_t i = 0; i < body_size; ++i) body += values[i];
+  for (size_t i = body_size; i < values.size(); ++i) tail += values[i];
+  body /= static_cast<double>(body_size);
+  tail /= static_cast<double>(kWeek);
+  if (!(body > 0) || !std::isfinite(body) || !std::isfinite(tail)) return "";
+  const double ratio = tail / body;
+  if (ratio >= kUnlikeTailRatio && ratio <= 1 / kUnlikeTailRatio) return "";
+  return absl::StrFormat(
+      "%s: the last %d hours average %.1f, %.2fx the %.1f of the %d hours before them: the "
+      "history ends in a stretch unlike the rest, and the forecast follows its latest hours; "
+      "leave that stretch out (--where, or a shorter file) unless it is what comes next",
+      column, kWeek, tail, ratio, body, body_size);
+}
+
 int RunForecast(const ForecastCommandOptions& options, const Io& io) {
   std::ostream& err = *io.err;
   if (options.model != "auto") {
@@ -376,6 +395,9 @@ int RunForecast(const ForecastCommandOptions& options, const Io& io) {
     err << "forecast: " << options.series.input << ": filled " << s.filled.size()
         << " missing hours by linear interpolation (first at " << s.TimeAt(s.filled.front())
         << ")\n";
+  }
+  if (std::string w = UnlikeTailWarning(s.values, options.series.column); !w.empty()) {
+    err << "tidegate forecast: warning: " << w << "\n";
   }
   absl::StatusOr<forecast::ForecastResult> result = RunForecastModel(
       *series, options.model, *horizon, options.progress || io.err_is_tty, io);

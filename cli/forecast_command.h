@@ -86,6 +86,16 @@ struct LoadedSeries {
 // names the subcommand.
 absl::StatusOr<LoadedSeries> LoadSeries(const SeriesInput& input, const std::string& command);
 
+// The last week (168 hours) of a series whose mean is below this fraction of
+// the mean of the hours before it, or above its inverse, is "unlike the
+// rest": a forecast fitted to it follows that stretch (Philly's trace ends in
+// two nearly idle weeks, so its P50 was 0 for the whole next week).
+inline constexpr double kUnlikeTailRatio = 0.25;
+// The warning the offline forecast prints on stderr for such a series, naming
+// `column` and both means; "" when the series is shorter than 3 weeks or its
+// last week is like the rest.
+std::string UnlikeTailWarning(const std::vector<double>& values, const std::string& column);
+
 // "168", "168h", "7d", "2w" -> hours. INVALID_ARGUMENT naming --horizon.
 absl::StatusOr<int> ParseHorizon(const std::string& text);
 

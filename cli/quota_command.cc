@@ -64,7 +64,7 @@ void PrintTeamsTable(const google::protobuf::RepeatedPtrField<v1::TeamInfo>& tea
   std::vector<std::string> headers = {"team", "parent"};
   std::vector<Align> align = {Align::kLeft, Align::kLeft};
   for (const std::string& r : resources) {
-    for (const char* what : {"guaranteed", "used", "borrowed", "lent", "queued"}) {
+    for (const char* what : {"guaranteed", "private", "used", "borrowed", "lent", "queued"}) {
       headers.push_back(absl::StrCat(r, " ", what));
       align.push_back(Align::kRight);
     }
@@ -81,11 +81,12 @@ void PrintTeamsTable(const google::protobuf::RepeatedPtrField<v1::TeamInfo>& tea
     for (const std::string& name : resources) {
       auto it = by_name.find(name);
       if (it == by_name.end()) {
-        row.insert(row.end(), 5, "-");
+        row.insert(row.end(), 6, "-");
         continue;
       }
       const v1::TeamResource& r = *it->second;
-      for (int64_t v : {r.guaranteed(), r.used(), r.borrowed(), r.lent(), r.queued()}) {
+      for (int64_t v :
+           {r.guaranteed(), r.private_(), r.used(), r.borrowed(), r.lent(), r.queued()}) {
         row.push_back(absl::StrCat(v));
       }
     }
@@ -99,10 +100,11 @@ void PrintTeamsTable(const google::protobuf::RepeatedPtrField<v1::TeamInfo>& tea
 
 void PrintQuotaTable(const google::protobuf::RepeatedPtrField<v1::TeamInfo>& teams,
                      std::ostream& out) {
-  TextTable table({"team", "resource", "guaranteed", "borrow limit", "lend limit", "used",
-                   "borrowed", "lent", "queued", "share"},
+  TextTable table({"team", "resource", "guaranteed", "borrow limit", "lend limit", "private",
+                   "used", "borrowed", "lent", "queued", "share"},
                   {Align::kLeft, Align::kLeft, Align::kRight, Align::kRight, Align::kRight,
-                   Align::kRight, Align::kRight, Align::kRight, Align::kRight, Align::kRight});
+                   Align::kRight, Align::kRight, Align::kRight, Align::kRight, Align::kRight,
+                   Align::kRight});
   for (const v1::TeamInfo& team : teams) {
     std::map<std::string, const v1::TeamResource*> by_name;
     std::vector<std::string> names;
@@ -114,7 +116,8 @@ void PrintQuotaTable(const google::protobuf::RepeatedPtrField<v1::TeamInfo>& tea
       const v1::TeamResource& r = *by_name.at(name);
       table.AddRow({team.name(), name, absl::StrCat(r.guaranteed()),
                     Limit(r.has_borrow_limit(), r.borrow_limit()),
-                    Limit(r.has_lend_limit(), r.lend_limit()), absl::StrCat(r.used()),
+                    Limit(r.has_lend_limit(), r.lend_limit()), absl::StrCat(r.private_()),
+                    absl::StrCat(r.used()),
                     absl::StrCat(r.borrowed()), absl::StrCat(r.lent()), absl::StrCat(r.queued()),
                     FormatShare(team.share())});
     }
@@ -152,6 +155,48 @@ void PrintUsageTable(const google::protobuf::RepeatedPtrField<v1::UsagePoint>& p
   table.Print(out);
 }
 
+namespace {
+
+v1::TeamInfo WithRoundedShare(v1::TeamInfo team) {
+  team.set_share(RoundTo(team.share(), 3));
+  return team;
+}
+
+}  // namespace
+
+std::string TeamsJson(const v1::ListTeamsResponse& response) {
+  v1::ListTeamsResponse out = response;
+  for (v1::TeamInfo& team : *out.mutable_teams()) team = WithRoundedShare(std::move(team));
+  return ToJson(out);
+}
+
+std::string TeamJson(const v1::TeamInfo& team) { return ToJson(WithRoundedShare(team)); }
+
+std::string LoansJson(const v1::ListLoansResponse& response) {
+  v1::ListLoansResponse out = response;
+  for (v1::Loan& loan : *out.mutable_loans()) loan.set_hours(RoundTo(loan.hours(), 2));
+  return ToJson(out);
+}
+
+std::string UsageJson(const v1::GetUsageResponse& response) {
+  std::string out = "{\"points\":[";
+  for (int i = 0; i < response.points_size(); ++i) {
+    const v1::UsagePoint& p = response.points(i);
+    if (i > 0) out += ',';
+    absl::StrAppend(&out, "{\"start\":", JsonString(FormatTime(p.start_ms())),
+                    ",\"start_ms\":", p.start_ms(), ",\"resource\":", JsonString(p.resource()));
+    for (const auto& [name, seconds] : {std::pair<const char*, double>{"used_hours", p.used()},
+                                        {"borrowed_hours", p.borrowed()},
+                                        {"lent_hours", p.lent()},
+                                        {"queued_hours", p.queued()}}) {
+      absl::StrAppend(&out, ",\"", name, "\":", JsonNumber(RoundTo(seconds / 3600.0, 2)));
+    }
+    out += '}';
+  }
+  out += "]}";
+  return out;
+}
+
 // ---------------------------------------------------------------- running
 
 namespace {
@@ -171,7 +216,7 @@ int RunTeams(const TeamOptions& options, const ClientOptions& client, const Io& 
       },
       [&](const v1::ListTeamsResponse& r) {
         if (options.output == "json") {
-          *io.out << ToJson(r) << '\n';
+          *io.out << TeamsJson(r) << '\n';
         } else {
           PrintTeamsTable(r.teams(), *io.out);
         }
@@ -187,7 +232,7 @@ int RunQuota(const TeamOptions& options, const ClientOptions& client, const Io& 
         },
         [&](const v1::ListTeamsResponse& r) {
           if (options.output == "json") {
-            *io.out << ToJson(r) << '\n';
+            *io.out << TeamsJson(r) << '\n';
           } else {
             PrintQuotaTable(r.teams(), *io.out);
           }
@@ -202,7 +247,7 @@ int RunQuota(const TeamOptions& options, const ClientOptions& client, const Io& 
       },
       [&](const v1::TeamInfo& r) {
         if (options.output == "json") {
-          *io.out << ToJson(r) << '\n';
+          *io.out << TeamJson(r) << '\n';
         } else {
           google::protobuf::RepeatedPtrField<v1::TeamInfo> one;
           *one.Add() = r;
@@ -224,7 +269,7 @@ int RunLoans(const HistoryOptions& options, const ClientOptions& client, const I
       },
       [&](const v1::ListLoansResponse& r) {
         if (options.output == "json") {
-          *io.out << ToJson(r) << '\n';
+          *io.out << LoansJson(r) << '\n';
         } else {
           PrintLoansTable(r.loans(), *io.out);
         }
@@ -244,7 +289,7 @@ int RunUsage(const HistoryOptions& options, const ClientOptions& client, const I
       },
       [&](const v1::GetUsageResponse& r) {
         if (options.output == "json") {
-          *io.out << ToJson(r) << '\n';
+          *io.out << UsageJson(r) << '\n';
         } else {
           PrintUsageTable(r.points(), *io.out);
         }

@@ -9,19 +9,24 @@
 //
 // Tables (resources GPU-like first, then by name; quantities in the
 // resource's units; hours are resource-hours, GPU-hours for GPUs):
-//   teams: team, parent, then per resource "R guaranteed", "R used",
-//          "R borrowed", "R lent", "R queued", then share, running jobs,
-//          queued jobs; one row per team.
-//   quota: team, resource, guaranteed, borrow limit, lend limit, used,
-//          borrowed, lent, queued, share; one row per team and resource.
+//   teams: team, parent, then per resource "R guaranteed", "R private",
+//          "R used", "R borrowed", "R lent", "R queued", then share, running
+//          jobs, queued jobs; one row per team (an inner team: its subtree's
+//          totals; the figures are read_model_teams.h's).
+//   quota: team, resource, guaranteed, borrow limit, lend limit, private,
+//          used, borrowed, lent, queued, share; one row per team and resource.
 //   loans: borrower, lender, resource, day, hours; one row per loan and day.
 //   usage: time, resource, used h, borrowed h, lent h, queued h; one row per
 //          step and resource.
 // share is the weighted dominant share of POLICY.md §5 (per mille of what the
 // team may borrow, divided by its weight; "inf" for weight 0), 0 when it does
 // not borrow.
-// -o json prints the response message (ListTeamsResponse, TeamInfo,
-// ListLoansResponse, GetUsageResponse) as one JSON line.
+// -o json prints one JSON line (docs/accounting.md), numbers as JSON numbers:
+// teams/quota the ListTeamsResponse or TeamInfo (quantities in the resource's
+// units, share rounded to 3 decimals); loans the ListLoansResponse (`hours`:
+// resource-hours, 2 decimals); usage {"points": [{"start", "start_ms",
+// "resource", "used_hours", "borrowed_hours", "lent_hours", "queued_hours"}]}
+// (resource-hours, 2 decimals; the API's UsagePoint is in resource-seconds).
 #ifndef TIDEGATE_CLI_QUOTA_COMMAND_H_
 #define TIDEGATE_CLI_QUOTA_COMMAND_H_
 
@@ -59,6 +64,11 @@ absl::StatusOr<v1::ListLoansRequest> BuildLoansRequest(const HistoryOptions& opt
                                                        int64_t now_ms);
 absl::StatusOr<v1::GetUsageRequest> BuildUsageRequest(const HistoryOptions& options,
                                                       int64_t now_ms);
+
+std::string TeamsJson(const v1::ListTeamsResponse& response);
+std::string TeamJson(const v1::TeamInfo& team);
+std::string LoansJson(const v1::ListLoansResponse& response);
+std::string UsageJson(const v1::GetUsageResponse& response);
 
 void PrintTeamsTable(const google::protobuf::RepeatedPtrField<v1::TeamInfo>& teams,
                      std::ostream& out);

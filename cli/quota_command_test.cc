@@ -20,11 +20,14 @@ M Parse(const std::string& text) {
   return m;
 }
 
-// ml borrows 8 GPUs that serving lends; research waits for 16.
+// ml's jobs hold 40 and its children keep 8 idle privately, so it borrows 8,
+// which serving lends; research waits for 16.
 const char kTeams[] = R"pb(
   teams {
     name: "ml" leaf: false share: 0.2
-    resources { resource: "gpu" guaranteed: 40 borrow_limit: 16 used: 48 borrowed: 8 }
+    resources {
+      resource: "gpu" guaranteed: 40 borrow_limit: 16 used: 40 private: 8 borrowed: 8
+    }
     running_jobs: 3
   }
   teams {
@@ -43,18 +46,18 @@ TEST(PrintTeamsTableTest, OneRowPerTeamGpuColumnsFirst) {
   std::ostringstream out;
   PrintTeamsTable(response.teams(), out);
   EXPECT_EQ(out.str(),
-            "team      parent  gpu guaranteed  gpu used  gpu borrowed  gpu lent  gpu queued  "
-            "cpu guaranteed  cpu used  cpu borrowed  cpu lent  cpu queued  share  running jobs  "
-            "queued jobs\n"
-            "ml        -                   40        48             8         0           0  "
-            "             -         -             -         -           -  0.200             3  "
-            "          0\n"
-            "research  ml                  16         8             0         0          16  "
-            "           100        10             0         0           0  0.125             1  "
-            "          1\n"
-            "serving   -                   16         0             0         8           0  "
-            "             -         -             -         -           -  0.000             0  "
-            "          0\n");
+            "team      parent  gpu guaranteed  gpu private  gpu used  gpu borrowed  gpu lent  "
+            "gpu queued  cpu guaranteed  cpu private  cpu used  cpu borrowed  cpu lent  "
+            "cpu queued  share  running jobs  queued jobs\n"
+            "ml        -                   40            8        40             8         0  "
+            "         0               -            -         -             -         -  "
+            "         -  0.200             3            0\n"
+            "research  ml                  16            0         8             0         0  "
+            "        16             100            0        10             0         0  "
+            "         0  0.125             1            1\n"
+            "serving   -                   16            0         0             0         8  "
+            "         0               -            -         -             -         -  "
+            "         -  0.000             0            0\n");
 }
 
 TEST(PrintQuotaTableTest, OneRowPerTeamAndResourceWithLimits) {
@@ -62,16 +65,16 @@ TEST(PrintQuotaTableTest, OneRowPerTeamAndResourceWithLimits) {
   std::ostringstream out;
   PrintQuotaTable(response.teams(), out);
   EXPECT_EQ(out.str(),
-            "team      resource  guaranteed  borrow limit  lend limit  used  borrowed  lent  "
-            "queued  share\n"
-            "ml        gpu               40            16   unlimited    48         8     0  "
-            "     0  0.200\n"
-            "research  gpu               16     unlimited   unlimited     8         0     0  "
-            "    16  0.125\n"
-            "research  cpu              100     unlimited   unlimited    10         0     0  "
-            "     0  0.125\n"
-            "serving   gpu               16             0           8     0         0     8  "
-            "     0  0.000\n");
+            "team      resource  guaranteed  borrow limit  lend limit  private  used  borrowed  "
+            "lent  queued  share\n"
+            "ml        gpu               40            16   unlimited        8    40         8  "
+            "   0       0  0.200\n"
+            "research  gpu               16     unlimited   unlimited        0     8         0  "
+            "   0      16  0.125\n"
+            "research  cpu              100     unlimited   unlimited        0    10         0  "
+            "   0       0  0.125\n"
+            "serving   gpu               16             0           8        0     0         0  "
+            "   8       0  0.000\n");
 }
 
 TEST(PrintLoansTableTest, HoursHaveTwoDecimals) {
@@ -92,6 +95,27 @@ TEST(PrintUsageTableTest, ResourceSecondsBecomeHours) {
   EXPECT_EQ(out.str(),
             "time              resource  used h  borrowed h  lent h  queued h\n"
             "2024-05-01 11:00  gpu        48.00        8.00    0.00      1.00\n");
+}
+
+TEST(QuotaJsonTest, OneUnitPerQuantityNamedInTheFieldAndNumbersAsNumbers) {
+  auto usage = Parse<v1::GetUsageResponse>(R"pb(
+    points { start_ms: 1714561200000 resource: "gpu" used: 172800 borrowed: 1000 queued: 3600 })pb");
+  EXPECT_EQ(UsageJson(usage),
+            R"({"points":[{"start":"2024-05-01T11:00:00Z","start_ms":1714561200000,)"
+            R"("resource":"gpu","used_hours":48,"borrowed_hours":0.28,"lent_hours":0,)"
+            R"("queued_hours":1}]})");
+  auto loans = Parse<v1::ListLoansResponse>(R"pb(
+    loans { borrower: "ml" lender: "serving" resource: "gpu" day: "2024-05-01" hours: 12.499999999 })pb");
+  EXPECT_EQ(LoansJson(loans),
+            R"({"loans":[{"borrower":"ml","lender":"serving","resource":"gpu",)"
+            R"("day":"2024-05-01","hours":12.5}]})");
+  auto teams = Parse<v1::ListTeamsResponse>(kTeams);
+  teams.mutable_teams(0)->set_share(0.20000000000000001 + 1e-9);
+  const std::string json = TeamsJson(teams);
+  EXPECT_THAT(json, HasSubstr(R"("resources":[{"resource":"gpu","guaranteed":40,)"
+                              R"("borrow_limit":16,"used":40,"borrowed":8,"lent":0,"queued":0,)"
+                              R"("private":8}])"));
+  EXPECT_THAT(json, HasSubstr(R"("share":0.2,"running_jobs":3)"));
 }
 
 TEST(HistoryRequestTest, DefaultsAndFlags) {

@@ -14,7 +14,6 @@
 #include "absl/strings/str_split.h"
 #include "absl/time/time.h"
 #include "google/protobuf/message.h"
-#include "google/protobuf/util/json_util.h"
 
 namespace tidegate::cli {
 namespace {
@@ -255,19 +254,6 @@ std::string DecisionName(v1::Decision decision) {
 }
 
 // ---------------------------------------------------------------- output
-
-std::string ToJson(const google::protobuf::Message& message) {
-  google::protobuf::util::JsonPrintOptions options;
-  options.preserve_proto_field_names = true;
-  options.always_print_primitive_fields = true;
-  std::string json;
-  const auto status = google::protobuf::util::MessageToJsonString(message, &json, options);
-  if (!status.ok()) {
-    // Only invalid UTF-8 in a string field gets here; say so in valid JSON.
-    return absl::StrCat(R"({"error":"cannot print )", message.GetTypeName(), R"( as JSON"})");
-  }
-  return json;
-}
 
 void PrintFields(const std::vector<std::pair<std::string, std::string>>& fields,
                  std::ostream& out) {

@@ -111,9 +111,20 @@ std::string DecisionName(v1::Decision decision);
 
 // `message` as one line of JSON: the proto's snake_case field names (the
 // names the YAML files use), enums by name, every scalar field printed even
-// when zero so that a script can rely on its key. int64 values are JSON
-// strings, as the proto3 JSON mapping says.
+// when zero so that a script can rely on its key (unset `optional` fields and
+// messages are left out). Numbers, int64 included, are JSON numbers (not the
+// proto3 mapping's strings); doubles in the shortest form that reads back the
+// same, so round the ones people read first (RoundTo).
 std::string ToJson(const google::protobuf::Message& message);
+
+// A JSON string literal, escaped.
+std::string JsonString(std::string_view text);
+// A JSON number; "NaN", "Infinity" and "-Infinity" as strings (as proto3's
+// JSON mapping writes them), since JSON has no such numbers.
+std::string JsonNumber(double value);
+// `value` rounded to `decimals` places: hours and shares for people, without
+// float noise (12.499999999 -> 12.5).
+double RoundTo(double value, int decimals);
 
 // "key:  value" lines, values aligned one column after the longest key, no
 // trailing spaces; for `tidegate job` and other one-record views.

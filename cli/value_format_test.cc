@@ -1,5 +1,6 @@
 #include "cli/value_format.h"
 
+#include <limits>
 #include <sstream>
 
 #include "gmock/gmock.h"
@@ -152,9 +153,9 @@ TEST(JsonTest, KeysAreTheProtoFieldNamesAndZerosArePrinted) {
   const std::string json = ToJson(job);
   EXPECT_THAT(json, HasSubstr(R"("job":"slurm:1")"));
   EXPECT_THAT(json, HasSubstr(R"("state":"JOB_STATE_QUEUED")"));
-  EXPECT_THAT(json, HasSubstr(R"("queue_position":"2")"));  // int64 is a JSON string.
-  EXPECT_THAT(json, HasSubstr(R"("demand":{"gpu":"16"})"));
-  EXPECT_THAT(json, HasSubstr(R"("admitted_at_ms":"0")"));
+  EXPECT_THAT(json, HasSubstr(R"("queue_position":2)"));  // int64 is a JSON number.
+  EXPECT_THAT(json, HasSubstr(R"("demand":{"gpu":16})"));
+  EXPECT_THAT(json, HasSubstr(R"("admitted_at_ms":0)"));
   EXPECT_THAT(json, HasSubstr(R"("borrowing":false)"));
   EXPECT_EQ(json.find('\n'), std::string::npos);
 }
@@ -164,8 +165,24 @@ TEST(JsonTest, UnsetOptionalLimitsAreLeftOut) {
   r.set_resource("gpu");
   r.set_lend_limit(16);
   const std::string json = ToJson(r);
-  EXPECT_THAT(json, HasSubstr(R"("lend_limit":"16")"));
+  EXPECT_THAT(json, HasSubstr(R"("lend_limit":16)"));
   EXPECT_EQ(json.find("borrow_limit"), std::string::npos) << json;  // unset = unlimited.
+}
+
+TEST(JsonTest, NumbersAreJsonNumbersAndStringsAreEscaped) {
+  v1::TeamInfo team;
+  team.set_name("a\"b");
+  team.set_weight(0.1 + 0.2);  // shortest form that reads back: 0.30000000000000004
+  team.set_share(std::numeric_limits<double>::infinity());
+  team.add_resources()->set_guaranteed(9223372036854775807);
+  const std::string json = ToJson(team);
+  EXPECT_THAT(json, HasSubstr(R"("name":"a\"b")"));
+  EXPECT_THAT(json, HasSubstr(R"("weight":0.30000000000000004)"));
+  EXPECT_THAT(json, HasSubstr(R"("share":"Infinity")"));
+  EXPECT_THAT(json, HasSubstr(R"("guaranteed":9223372036854775807)"));
+  EXPECT_THAT(json, HasSubstr(R"("tide":[])"));
+  EXPECT_DOUBLE_EQ(RoundTo(12.499999999, 2), 12.5);
+  EXPECT_EQ(JsonNumber(RoundTo(0.1 + 0.2, 3)), "0.3");
 }
 
 TEST(PrintFieldsTest, AlignsValuesAfterTheLongestKey) {

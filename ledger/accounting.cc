@@ -21,22 +21,20 @@ std::string UtcDay(int64_t ms) {
   return absl::FormatTime("%Y-%m-%d", absl::FromUnixMillis(ms), absl::UTCTimeZone());
 }
 
-absl::Status CheckLeaf(const LeafObservation& leaf) {
-  if (leaf.team.empty() || leaf.resource.empty()) {
-    return absl::InvalidArgumentError(absl::StrCat("observation with an empty team (\"", leaf.team,
-                                                   "\") or resource (\"", leaf.resource, "\")"));
-  }
-  const std::pair<const char*, int64_t> fields[] = {{"used", leaf.used},
-                                                    {"guaranteed", leaf.guaranteed},
-                                                    {"queued", leaf.queued},
-                                                    {"lend_limit", leaf.lend_limit.value_or(0)}};
-  for (const auto& [name, value] : fields) {
-    if (value < 0) {
-      return absl::InvalidArgumentError(
-          absl::StrCat(leaf.team, " ", leaf.resource, ": ", name, " ", value, " is negative"));
-    }
+bool CheckedAdd(int64_t a, int64_t b, int64_t* sum) { return !__builtin_add_overflow(a, b, sum); }
+
+absl::Status CheckNames(const std::string& team, const std::string& resource) {
+  if (team.empty() || resource.empty()) {
+    return absl::InvalidArgumentError(absl::StrCat("observation with an empty team (\"", team,
+                                                   "\") or resource (\"", resource, "\")"));
   }
   return absl::OkStatus();
+}
+
+std::string Negative(const std::string& team, const std::string& resource, const char* field,
+                     int64_t value) {
+  return absl::StrCat("team '", team, "' ", resource, ": ", field, " ", value,
+                      " is negative; left out");
 }
 
 }  // namespace
@@ -49,53 +47,114 @@ absl::Status Accountant::Observe(const Observation& obs) {
   }
   std::set<TeamKey> seen;
   for (const LeafObservation& leaf : obs.leaves) {
-    if (absl::Status s = CheckLeaf(leaf); !s.ok()) return s;
+    if (absl::Status s = CheckNames(leaf.team, leaf.resource); !s.ok()) return s;
     if (!seen.insert({leaf.team, leaf.resource}).second) {
       return absl::InvalidArgumentError(
           absl::StrCat("observation lists ", leaf.team, " ", leaf.resource, " twice"));
     }
   }
+  for (const InnerObservation& node : obs.inner) {
+    if (absl::Status s = CheckNames(node.team, node.resource); !s.ok()) return s;
+    if (!seen.insert({node.team, node.resource}).second) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("observation lists ", node.team, " ", node.resource, " twice"));
+    }
+  }
   if (held_since_ms_.has_value()) Accumulate(*held_since_ms_, obs.now_ms);
   held_since_ms_ = obs.now_ms;
 
-  // The rates of the new state, one resource at a time.
+  // The rates of the new state, one resource (one tree) at a time.
   teams_.clear();
   loans_.clear();
-  std::map<std::string, std::vector<const LeafObservation*>> by_resource;
-  for (const LeafObservation& leaf : obs.leaves) by_resource[leaf.resource].push_back(&leaf);
-  for (const auto& [resource, leaves] : by_resource) {
-    std::vector<std::pair<const std::string*, double>> borrowers, lenders;
-    double total_borrowed = 0, total_idle = 0;  // B and L
-    for (const LeafObservation* leaf : leaves) {
-      TeamRates& rates = teams_[{leaf->team, resource}];
-      rates.used = static_cast<double>(leaf->used);
-      rates.queued = static_cast<double>(leaf->queued);
-      if (leaf->used > leaf->guaranteed) {
-        rates.borrowed = static_cast<double>(leaf->used - leaf->guaranteed);
-        borrowers.emplace_back(&leaf->team, rates.borrowed);
-        total_borrowed += rates.borrowed;
-      } else if (leaf->used < leaf->guaranteed) {
-        const int64_t idle =
-            std::min(leaf->guaranteed - leaf->used, leaf->lend_limit.value_or(leaf->guaranteed));
-        if (idle > 0) {
-          lenders.emplace_back(&leaf->team, static_cast<double>(idle));
-          total_idle += static_cast<double>(idle);
+  problems_.clear();
+  std::set<std::string> resources;
+  for (const LeafObservation& leaf : obs.leaves) resources.insert(leaf.resource);
+  for (const InnerObservation& node : obs.inner) resources.insert(node.resource);
+  for (const std::string& resource : resources) {
+    std::vector<LoanNode> nodes;
+    std::vector<int64_t> queued;  // per node; -1: unknown
+    std::map<std::string, int> index;
+    for (const LeafObservation& leaf : obs.leaves) {
+      if (leaf.resource != resource) continue;
+      index[leaf.team] = static_cast<int>(nodes.size());
+      LoanNode n;
+      n.team = leaf.team;
+      n.guaranteed = leaf.guaranteed;
+      n.lend_limit = leaf.lend_limit;
+      n.used = leaf.used;
+      for (const auto& [field, value] :
+           {std::pair<const char*, int64_t>{"used", leaf.used}, {"guaranteed", leaf.guaranteed},
+            {"lend_limit", leaf.lend_limit.value_or(0)}}) {
+        if (value < 0) {
+          problems_.push_back(Negative(leaf.team, resource, field, value));
+          n.unknown = true;
+        }
+      }
+      if (leaf.queued < 0) problems_.push_back(Negative(leaf.team, resource, "queued", leaf.queued));
+      queued.push_back(leaf.queued);
+      nodes.push_back(std::move(n));
+    }
+    for (const InnerObservation& inner : obs.inner) {
+      if (inner.resource != resource) continue;
+      index[inner.team] = static_cast<int>(nodes.size());
+      LoanNode n;
+      n.team = inner.team;
+      n.leaf = false;
+      n.guaranteed = inner.guaranteed;
+      n.lend_limit = inner.lend_limit;
+      queued.push_back(0);
+      nodes.push_back(std::move(n));
+    }
+    std::vector<std::string> parents;
+    for (const LeafObservation& leaf : obs.leaves) {
+      if (leaf.resource == resource) parents.push_back(leaf.parent);
+    }
+    for (const InnerObservation& inner : obs.inner) {
+      if (inner.resource == resource) parents.push_back(inner.parent);
+    }
+    for (size_t i = 0; i < nodes.size(); ++i) {
+      auto it = index.find(parents[i]);
+      nodes[i].parent = it == index.end() ? -1 : it->second;
+    }
+    // An inner team's queued demand is its leaves'.
+    std::vector<bool> queued_known(nodes.size(), true);
+    for (size_t i = 0; i < nodes.size(); ++i) {
+      if (!nodes[i].leaf) continue;
+      if (queued[i] < 0) {
+        queued_known[i] = false;
+        continue;
+      }
+      int depth = 0;
+      for (int p = nodes[i].parent; p >= 0 && depth < static_cast<int>(nodes.size());
+           p = nodes[p].parent, ++depth) {
+        if (!queued_known[p]) continue;
+        if (!CheckedAdd(queued[p], queued[i], &queued[p])) {
+          problems_.push_back(absl::StrCat("team '", nodes[p].team, "' ", resource,
+                                           ": queued demand overflows int64; left out"));
+          queued_known[p] = false;
+          queued[p] = 0;
         }
       }
     }
-    if (borrowers.empty()) continue;
-    const double attributed = std::min(total_borrowed, total_idle);
-    const double denominator = std::max(total_borrowed, total_idle);
-    for (const auto& [lender, idle] : lenders)
-      teams_[{*lender, resource}].lent = idle * attributed / total_idle;
-    for (const auto& [borrower, borrowed] : borrowers) {
-      for (const auto& [lender, idle] : lenders) {
-        loans_[{*borrower, *lender, resource}] = borrowed * idle / denominator;
+    std::optional<int64_t> capacity;
+    if (auto c = obs.capacity.find(resource); c != obs.capacity.end()) capacity = c->second;
+    LoanAttribution loans = AttributeLoans(nodes, capacity, resource);
+    for (std::string& p : loans.problems) problems_.push_back(std::move(p));
+    for (size_t i = 0; i < nodes.size(); ++i) {
+      const NodeFigures& f = loans.nodes[i];
+      TeamRates& rates = teams_[{nodes[i].team, resource}];
+      if (f.known) {
+        rates.used = static_cast<double>(f.jobs_used);
+        rates.borrowed = static_cast<double>(f.borrowed);
+        rates.lent = f.lent;
       }
-      if (total_borrowed > total_idle) {
-        loans_[{*borrower, kPoolLender, resource}] =
-            borrowed * (total_borrowed - total_idle) / total_borrowed;
-      }
+      if (queued_known[i]) rates.queued = static_cast<double>(queued[i]);
+    }
+    auto name = [&](int lender) -> std::string {
+      return lender == kFleet ? kFleetLender : nodes[lender].team;
+    };
+    for (const LoanShare& loan : loans.loans) {
+      loans_[{nodes[loan.borrower].team, name(loan.lender), resource}] += loan.amount;
     }
   }
   return absl::OkStatus();

@@ -1,25 +1,25 @@
 // Accountant: turns what the broker holds over time into the ledger's usage
-// and loan rows (issue 3, DESIGN.md §6). Pure: no clock, no I/O; time comes in
-// with each observation, and the input is plain structs, not the core's types.
+// and loan rows (DESIGN.md §6). Pure: no clock, no I/O; time comes in with
+// each observation, and the input is plain structs, not the core's types.
 //
-// The model. An observation gives, at time now_ms, for every LEAF team and
-// resource: used, guaranteed (g), lend_limit (ℓ, unset = lends all) and queued
-// demand. It holds until the next observation (piecewise constant), and each
-// interval is integrated into resource-seconds, split at UTC hour boundaries
-// (usage rows) and UTC day boundaries (loan rows):
+// The model. An observation gives, at time now_ms, the quota tree per
+// resource: every leaf team's used, guaranteed (g), lend_limit (ℓ, unset =
+// lends all) and queued demand; every inner team's g and ℓ; the fleet's
+// capacity. It holds until the next observation (piecewise constant), and
+// each interval is integrated into resource-seconds, split at UTC hour
+// boundaries (usage rows) and UTC day boundaries (loan rows).
 //
-//   borrowed(x)      = max(0, used(x) - g(x))
-//   idle_lendable(n) = used(n) < g(n) ? min(g(n) - used(n), ℓ(n)) : 0
-//   B = Σ borrowed,  L = Σ idle_lendable                         (per resource)
-//   lent(n)          = idle_lendable(n) × min(B, L) / L
-//   loan(x, n)       = borrowed(x) × idle_lendable(n) / max(B, L)
-//   loan(x, "(pool)") = borrowed(x) × (B - L) / B   when B > L
+// Who lends to whom is AttributeLoans' rule (accounting_loans.h): nearest in
+// the tree first, then the inner node's own pool, then the fleet. Loan rows
+// name a leaf, an inner team (its own pool) or kFleetLender as the lender.
+// Usage rows exist for every team: a leaf's used and queued are its jobs';
+// an inner team's are its subtree's totals; borrowed is max(0, u − g) and
+// lent what teams outside it use of its guarantee (POLICY.md §1's u).
 //
-// Borrowed capacity is attributed to lenders in proportion to the idle
-// lendable guarantee each had at that moment. What no leaf lends (B > L:
-// capacity of inner nodes' unassigned guarantee, or of the fleet root) is
-// attributed to the lender kPoolLender. The attribution is fleet-wide: it does
-// not follow sharing domains, and inner nodes' lend limits are not seen.
+// Figures that cannot be right (a negative quantity, e.g. a sum that wrapped
+// in the caller; a sum here that would overflow int64) are never recorded:
+// that figure is left out, the team counts as sitting at its guarantee for
+// loans, problems() says which, and every other team is accounted as usual.
 //
 // Rows with all-zero values are left out; readers take a missing hour as 0.
 //
@@ -35,12 +35,10 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "ledger/accounting_loans.h"
 #include "ledger/store.h"
 
 namespace tidegate::ledger {
-
-// The lender of borrowed capacity that no leaf's idle guarantee covers.
-inline constexpr char kPoolLender[] = "(pool)";
 
 struct LeafObservation {
   std::string team;      // a leaf team
@@ -49,11 +47,22 @@ struct LeafObservation {
   int64_t guaranteed = 0;
   std::optional<int64_t> lend_limit;  // nullopt: lends all of its idle guarantee
   int64_t queued = 0;                 // demand of the team's queued jobs
+  std::string parent;                 // empty: a top-level team
+};
+
+struct InnerObservation {
+  std::string team;
+  std::string resource;
+  int64_t guaranteed = 0;
+  std::optional<int64_t> lend_limit;
+  std::string parent;  // empty: a top-level team
 };
 
 struct Observation {
   int64_t now_ms = 0;
   std::vector<LeafObservation> leaves;  // at most one per (team, resource)
+  std::vector<InnerObservation> inner{};      // at most one per (team, resource)
+  std::map<std::string, int64_t> capacity{};  // per resource; missing: unknown
 };
 
 struct AccountingRows {
@@ -66,8 +75,13 @@ class Accountant {
   // Accounts [previous time, obs.now_ms) at the previously held state, then
   // holds `obs`. The first call only holds. INVALID_ARGUMENT, changing
   // nothing: now_ms before the previous time; a duplicate (team, resource);
-  // an empty team or resource; a negative quantity.
+  // an empty team or resource. A figure that cannot be right is not an
+  // error: it is left out and named in problems().
   absl::Status Observe(const Observation& obs);
+
+  // What the latest Observe left out, one line each ("team 'a' gpu: queued
+  // -4 is negative; left out"); empty when everything was accounted.
+  const std::vector<std::string>& problems() const { return problems_; }
 
   // Accounts [previous time, now_ms) at the held state and keeps holding it
   // (for a periodic tick when nothing changed). A no-op before the first
@@ -97,6 +111,7 @@ class Accountant {
   // to seconds by TakeRows.
   std::map<UsageBucket, TeamRates> usage_acc_;
   std::map<LoanBucket, double> loan_acc_;
+  std::vector<std::string> problems_;
 };
 
 }  // namespace tidegate::ledger

@@ -174,16 +174,18 @@ TEST_F(CliTest, AdmitWithinQuotaThenBorrowShowsInJobsQuotaAndTeams) {
   // research uses 32 of its 16: 16 borrowed, within ml's 40.
   Ran quota = Cli({"quota", "research"});
   EXPECT_EQ(quota.code, 0) << quota.err;
-  EXPECT_THAT(quota.out, ContainsRegex("\nresearch +gpu +16 +unlimited +unlimited +32 +16 +0 +0 "));
+  EXPECT_THAT(quota.out, ContainsRegex("\nresearch +gpu +16 +unlimited +unlimited +0 +32 +16 +0 +0 "));
   Ran serving = Cli({"quota", "serving"});
   EXPECT_THAT(serving.out, ContainsRegex("\nserving +gpu +16 +0 +unlimited +0 +0 "));
 
   Ran teams = Cli({"teams"});
   EXPECT_EQ(teams.code, 0) << teams.err;
-  EXPECT_THAT(teams.out, ContainsRegex("^team +parent +gpu guaranteed +gpu used +gpu borrowed "
-                                       "+gpu lent +gpu queued +share +running jobs +queued jobs\n"));
-  EXPECT_THAT(teams.out, ContainsRegex("\nresearch +ml +16 +32 +16 +0 +0 +[0-9.]+ +2 +0\n"));
-  EXPECT_THAT(teams.out, ContainsRegex("\nml +org +40 +[0-9]+ +0 "));
+  EXPECT_THAT(teams.out, ContainsRegex("^team +parent +gpu guaranteed +gpu private +gpu used "
+                                       "+gpu borrowed +gpu lent +gpu queued +share +running jobs "
+                                       "+queued jobs\n"));
+  EXPECT_THAT(teams.out, ContainsRegex("\nresearch +ml +16 +0 +32 +16 +0 +0 +[0-9.]+ +2 +0\n"));
+  // ml: its jobs hold 32, training keeps 8 private: 40 of its 40, borrowing nothing.
+  EXPECT_THAT(teams.out, ContainsRegex("\nml +org +40 +8 +32 +0 +0 +0 +[0-9.]+ +2 +0\n"));
 
   Ran release = Cli({"release", "r1"});
   EXPECT_EQ(release.code, 0) << release.err;
@@ -207,7 +209,7 @@ TEST_F(CliTest, AQueuedJobSaysWhatItWaitsForAndItsPosition) {
   Ran jobs = Cli({"jobs", "--state", "queued"});
   EXPECT_THAT(jobs.out, ContainsRegex("\ns3 +serving +a +queued +1 +gpu=8 +0 +[0-9]+s +[^ ]"));
   EXPECT_THAT(jobs.out, Not(HasSubstr("s1 ")));
-  EXPECT_THAT(Cli({"teams"}).out, ContainsRegex("\nserving +- +16 +16 +0 +0 +8 "));
+  EXPECT_THAT(Cli({"teams"}).out, ContainsRegex("\nserving +- +16 +0 +16 +0 +0 +8 "));
 }
 
 TEST_F(CliTest, WaitStreamsUntilTheJobIsAdmitted) {
@@ -283,17 +285,18 @@ TEST_F(CliTest, JsonOutputUsesTheProtoFieldNames) {
                    "-o", "json"});
   EXPECT_EQ(admit.code, 0);
   EXPECT_THAT(admit.out, HasSubstr(R"("decision":"DECISION_ADMITTED_BORROWING")"));
-  EXPECT_THAT(admit.out, HasSubstr(R"("borrowed":{"gpu":"8"})"));
+  EXPECT_THAT(admit.out, HasSubstr(R"("borrowed":{"gpu":8})"));
 
   Ran jobs = Cli({"jobs", "-o", "json"});
   EXPECT_EQ(jobs.code, 0);
   EXPECT_THAT(jobs.out, HasSubstr(R"({"jobs":[{"job":"r1","team":"research")"));
-  EXPECT_THAT(jobs.out, HasSubstr(R"("queue_position":"0")"));
-  EXPECT_THAT(jobs.out, HasSubstr(R"("per_replica":{"gpu":"8"})"));
+  EXPECT_THAT(jobs.out, HasSubstr(R"("queue_position":0)"));
+  EXPECT_THAT(jobs.out, HasSubstr(R"("per_replica":{"gpu":8})"));
 
   Ran team = Cli({"quota", "research", "-o", "json"});
   EXPECT_THAT(team.out, HasSubstr(R"("name":"research","parent":"ml")"));
-  EXPECT_THAT(team.out, HasSubstr(R"("running_jobs":"2")"));
+  EXPECT_THAT(team.out, HasSubstr(R"("running_jobs":2)"));
+  EXPECT_THAT(team.out, HasSubstr(R"("used":24,"borrowed":8,"lent":0,"queued":0,"private":0)"));
   EXPECT_THAT(Cli({"loans", "-o", "json"}).out, HasSubstr(R"("loans")"));
   EXPECT_THAT(Cli({"usage", "research", "-o", "json"}).out, HasSubstr(R"("points")"));
 }
@@ -314,7 +317,7 @@ TEST_F(CliTest, ConfigApplyShowsTheDiffAndDryRunChangesNothing) {
 
   Ran dry = Cli({"config", "apply", changed, "--dry-run"});
   EXPECT_EQ(dry.code, 0) << dry.err;
-  EXPECT_THAT(dry.out, HasSubstr("team serving"));
+  EXPECT_THAT(dry.out, HasSubstr("serving gpu borrow_limit 0 -> 4\n"));
   EXPECT_THAT(dry.out, HasSubstr("dry run: 1 change, nothing applied\n"));
   EXPECT_THAT(Cli({"quota", "serving"}).out, ContainsRegex("\nserving +gpu +16 +0 "));
 

@@ -5,6 +5,7 @@
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "broker/service/recovery.h"
+#include "broker/service/config_diff.h"
 #include "google/protobuf/util/message_differencer.h"
 #include "spdlog/spdlog.h"
 
@@ -91,8 +92,16 @@ absl::StatusOr<std::unique_ptr<CoreLoop>> CoreLoop::Open(const v1::Config& confi
                  recovered->replayed);
   }
   auto loop = std::unique_ptr<CoreLoop>(new CoreLoop(std::move(broker), std::move(store), clock, options, seq));
-  // The config file given at start-up is the one in force.
+  // The config file given at start-up is the one in force: a difference
+  // (e.g. a `config apply` not written back to the file) is applied as a
+  // journalled change, never silently.
   if (!google::protobuf::util::MessageDifferencer::Equivalent(loop->broker_->Config(), config)) {
+    const std::vector<std::string> diff = ConfigDiff(loop->broker_->Config(), config);
+    spdlog::warn("config: the --config file differs from the ledger's config; applying the file as a "
+                 "journalled config change ({} {}):",
+                 diff.size(), diff.size() == 1 ? "change" : "changes");
+    for (const auto& line : diff) spdlog::warn("config:   {}", line);
+    if (diff.empty()) spdlog::warn("config:   (only the order of entries differs)");
     v1::Command apply;
     *apply.mutable_apply_config() = config;
     absl::Status result;
@@ -106,7 +115,10 @@ absl::StatusOr<std::unique_ptr<CoreLoop>> CoreLoop::Open(const v1::Config& confi
                                 }
                               }}});
     loop->AnswerNow();  // no responder thread yet: answer on this one.
-    if (!result.ok()) spdlog::error("config: the new config file was not applied: {}", result.ToString());
+    if (!result.ok()) {
+      spdlog::error("config: the --config file was NOT applied, the ledger's config stays in force: {}",
+                    result.ToString());
+    }
   }
   return loop;
 }
@@ -143,6 +155,18 @@ void CoreLoop::Respond() {
     for (auto& [done, applied] : answers) done(std::move(applied));
     if (hook && publish_hook_) publish_hook_();
   }
+}
+
+void CoreLoop::DryRun(v1::Command command, Done done) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!stopping_) {
+      queue_.push_back(Pending{std::move(command), std::move(done), /*dry_run=*/true});
+      wake_.notify_one();
+      return;
+    }
+  }
+  done(absl::UnavailableError("the broker is shutting down"));
 }
 
 void CoreLoop::Submit(v1::Command command, Done done) {
@@ -236,6 +260,10 @@ void CoreLoop::ApplyBatch(std::vector<Pending> batch) {
   bool all_teams = false;
   absl::flat_hash_map<std::string, const core::Event*> last_event;  // per job, for ended/rejected rows
   for (Pending& p : batch) {
+    if (p.dry_run) {
+      results.push_back(DryRunEvents(p.command, now));
+      continue;
+    }
     const uint64_t quota_generation = broker_->QuotaGeneration();
     std::vector<core::Event> events = broker_->Apply(p.command, now);
     // A tide change replaces the quota in force during any command.
@@ -389,6 +417,17 @@ void CoreLoop::SetLedgerHealth(absl::Status health) {
   if (health_hook_) health_hook_(health);
 }
 
+std::vector<core::Event> CoreLoop::DryRunEvents(const v1::Command& command, core::Time now) const {
+  auto copy = core::Broker::Restore(broker_->Snapshot());
+  if (!copy.ok()) {
+    core::Event error;
+    error.type = core::EventType::kError;
+    error.reason = absl::StrCat("dry run: cannot copy the state: ", copy.status().message());
+    return {error};
+  }
+  return (*copy)->Apply(command, now);
+}
+
 absl::Status CoreLoop::Snapshot() {
   // A core holding a refused batch must never reach the ledger.
   if (core_dirty_ && !ReloadCore()) return absl::UnavailableError("the core could not be reloaded");
@@ -407,21 +446,34 @@ void CoreLoop::Account(core::Time now, bool take_rows, std::vector<ledger::Usage
   obs.now_ms = now;
   for (const auto& name : broker_->TeamNames()) {
     auto team = broker_->GetTeam(name);
-    if (!team || !team->leaf) continue;
+    if (!team) continue;
     for (const auto& r : team->resources) {
+      const std::optional<int64_t> lend_limit =
+          r.lend_limit == core::kInfinite ? std::nullopt : std::optional<int64_t>(r.lend_limit);
+      if (!team->leaf) {
+        obs.inner.push_back({team->name, r.resource, r.guaranteed, lend_limit, team->parent});
+        continue;
+      }
       ledger::LeafObservation leaf;
       leaf.team = team->name;
       leaf.resource = r.resource;
       leaf.used = r.used;
       leaf.guaranteed = r.guaranteed;
-      if (r.lend_limit != core::kInfinite) leaf.lend_limit = r.lend_limit;
+      leaf.lend_limit = lend_limit;
       leaf.queued = r.queued;
+      leaf.parent = team->parent;
       obs.leaves.push_back(std::move(leaf));
     }
   }
+  for (const auto& resource : broker_->ResourceNames()) obs.capacity[resource] = broker_->TotalCapacity(resource);
   if (auto s = accountant_.Observe(obs); !s.ok()) {
     spdlog::warn("accounting: {}", s.ToString());
     return;
+  }
+  // A figure left out is reported when it first appears, not every second.
+  if (accountant_.problems() != accounting_problems_) {
+    accounting_problems_ = accountant_.problems();
+    for (const auto& problem : accounting_problems_) spdlog::error("accounting: {}", problem);
   }
   if (!take_rows) return;
   ledger::AccountingRows rows = accountant_.TakeRows();

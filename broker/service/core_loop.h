@@ -52,7 +52,9 @@ class CoreLoop {
  public:
   // Recovers the core from the store (latest snapshot + journal tail), or
   // creates it from `config` when the store is empty. If the store's config
-  // differs from `config`, `config` is applied as a journalled command.
+  // differs from `config`, `config` is applied as a journalled command and
+  // the field-by-field diff is logged (docs/config.md: the file given at
+  // start-up is the config in force).
   static absl::StatusOr<std::unique_ptr<CoreLoop>> Open(const v1::Config& config, std::unique_ptr<ledger::Store> store,
                                                         Clock* clock, CoreLoopOptions options);
   ~CoreLoop();  // Stop()s.
@@ -66,6 +68,10 @@ class CoreLoop {
   // reads keep the last acknowledged state. After Stop() began, `done` gets
   // UNAVAILABLE at once.
   void Submit(v1::Command command, Done done);
+  // Like Submit, but the command is applied to a copy of the core (restored
+  // from its snapshot, so O(state)) and neither journalled nor kept: `done`
+  // gets the events the real command would cause now. For dry runs.
+  void DryRun(v1::Command command, Done done);
   // Finishes what is queued, writes a snapshot, stops the thread.
   void Stop();
 
@@ -86,6 +92,7 @@ class CoreLoop {
   struct Pending {
     v1::Command command;
     Done done;
+    bool dry_run = false;
   };
   CoreLoop(std::unique_ptr<core::Broker> broker, std::unique_ptr<ledger::Store> store, Clock* clock,
            CoreLoopOptions options, int64_t seq);
@@ -101,6 +108,7 @@ class CoreLoop {
   // Answers UNAVAILABLE without applying (writes refused until the retry).
   void Refuse(std::vector<Pending> batch);
   absl::Status Snapshot();
+  std::vector<core::Event> DryRunEvents(const v1::Command& command, core::Time now) const;
   void Publish(const std::vector<core::Event>& events, const std::vector<std::string>& touched);
   // Observes every leaf team's usage at `now`; with take_rows, moves the
   // accumulated hourly usage and loans into the batch.
@@ -115,6 +123,7 @@ class CoreLoop {
   int64_t last_snapshot_seq_ = 0;
   core::Time last_accounting_ = 0;
   ledger::Accountant accountant_;
+  std::vector<std::string> accounting_problems_;  // the latest reported
   std::function<void()> publish_hook_;
   std::function<void(const absl::Status&)> health_hook_;
   // Loop thread only: the core holds a batch the ledger refused; when to

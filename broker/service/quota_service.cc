@@ -3,9 +3,10 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/time.h"
+#include "api/yaml_loader.h"
 #include "broker/core/config.h"
+#include "broker/service/config_diff.h"
 #include "broker/service/services.h"
-#include "google/protobuf/text_format.h"
 #include "google/protobuf/util/message_differencer.h"
 
 namespace tidegate::service {
@@ -17,45 +18,7 @@ std::string Day(int64_t ms) {
   return absl::FormatTime("%Y-%m-%d", absl::FromUnixMillis(ms), absl::UTCTimeZone());
 }
 
-std::string OneLine(const google::protobuf::Message& m) {
-  std::string out;
-  google::protobuf::TextFormat::Printer printer;
-  printer.SetSingleLineMode(true);
-  printer.PrintToString(m, &out);
-  while (!out.empty() && out.back() == ' ') out.pop_back();
-  return out;
-}
-
-template <typename T>
-void DiffByName(const std::string& kind, const google::protobuf::RepeatedPtrField<T>& before,
-                const google::protobuf::RepeatedPtrField<T>& after, std::vector<std::string>* out) {
-  std::map<std::string, const T*> a, b;
-  for (const auto& x : before) a[x.name()] = &x;
-  for (const auto& x : after) b[x.name()] = &x;
-  for (const auto& [name, x] : a) {
-    if (!b.count(name)) out->push_back(absl::StrCat("- ", kind, " ", name));
-  }
-  for (const auto& [name, y] : b) {
-    auto it = a.find(name);
-    if (it == a.end()) {
-      out->push_back(absl::StrCat("+ ", kind, " ", name, ": ", OneLine(*y)));
-    } else if (!google::protobuf::util::MessageDifferencer::Equivalent(*it->second, *y)) {
-      out->push_back(absl::StrCat("~ ", kind, " ", name, ": ", OneLine(*it->second), "  ->  ", OneLine(*y)));
-    }
-  }
-}
-
 }  // namespace
-
-std::vector<std::string> ConfigDiff(const v1::Config& before, const v1::Config& after) {
-  std::vector<std::string> out;
-  DiffByName("cluster", before.clusters(), after.clusters(), &out);
-  DiffByName("team", before.teams(), after.teams(), &out);
-  if (!google::protobuf::util::MessageDifferencer::Equivalent(before.policy(), after.policy())) {
-    out.push_back(absl::StrCat("~ policy: ", OneLine(before.policy()), "  ->  ", OneLine(after.policy())));
-  }
-  return out;
-}
 
 grpc::ServerUnaryReactor* QuotaServiceImpl::GetTeam(grpc::CallbackServerContext* ctx, const v1::GetTeamRequest* req,
                                                     v1::TeamInfo* resp) {
@@ -165,14 +128,14 @@ grpc::ServerUnaryReactor* QuotaServiceImpl::ApplyConfig(grpc::CallbackServerCont
     return reactor;
   }
   for (const auto& w : compiled->warnings) resp->add_warnings(w);
+  if (std::string w = StartupFileWarning(req->config()); !w.empty()) resp->add_warnings(std::move(w));
   for (auto& line : ConfigDiff(loop_->Published()->config(), req->config())) resp->add_diff(std::move(line));
-  if (req->dry_run()) {
-    reactor->Finish(grpc::Status::OK);
-    return reactor;
-  }
+  // A dry run goes through the very checks of the real apply (the core's, on
+  // a copy of the state), so it exits as the apply would.
   v1::Command cmd;
   *cmd.mutable_apply_config() = req->config();
-  loop_->Submit(std::move(cmd), [reactor, resp](absl::StatusOr<Applied> applied) {
+  const bool dry_run = req->dry_run();
+  auto done = [reactor, resp, dry_run](absl::StatusOr<Applied> applied) {
     if (!applied.ok()) {
       reactor->Finish(ToGrpc(applied.status()));
       return;
@@ -183,10 +146,33 @@ grpc::ServerUnaryReactor* QuotaServiceImpl::ApplyConfig(grpc::CallbackServerCont
         return;
       }
     }
-    resp->set_applied(true);
+    resp->set_applied(!dry_run);
     reactor->Finish(grpc::Status::OK);
-  });
+  };
+  if (dry_run) {
+    loop_->DryRun(std::move(cmd), std::move(done));
+  } else {
+    loop_->Submit(std::move(cmd), std::move(done));
+  }
   return reactor;
+}
+
+std::string QuotaServiceImpl::StartupFileWarning(const v1::Config& next) const {
+  if (startup_config_path_.empty()) return "";
+  v1::Config file;
+  if (absl::Status s = api::LoadYamlFile(startup_config_path_, &file); !s.ok()) {
+    return absl::StrCat("tidegated was started with --config ", startup_config_path_,
+                        ", which cannot be read now (", s.message(),
+                        "); a restart needs that file to hold this config");
+  }
+  if (google::protobuf::util::MessageDifferencer::Equivalent(file, next)) return "";
+  const std::vector<std::string> diff = ConfigDiff(next, file);
+  return absl::StrCat("tidegated was started with --config ", startup_config_path_,
+                      ", which this config contradicts (", diff.size(),
+                      diff.size() == 1 ? " difference" : " differences",
+                      diff.empty() ? "" : absl::StrCat(", e.g. ", diff.front()),
+                      "); at its next restart the broker applies that file again: put this "
+                      "config in it too");
 }
 
 }  // namespace tidegate::service

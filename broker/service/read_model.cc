@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <functional>
 
+#include "broker/service/read_model_teams.h"
+
 namespace tidegate::service {
 
 v1::JobInfo ToJobInfo(const core::JobView& v, const v1::JobSpec* spec) {
@@ -192,43 +194,7 @@ std::vector<v1::TeamInfo> ReadModel::Teams() const {
   std::vector<v1::TeamInfo> out;
   out.reserve(teams_.size());
   for (const auto& t : teams_) out.push_back(*t);
-  // lent: per resource, the leaves' total borrowed capacity attributed to
-  // each leaf in proportion to its idle lendable guarantee; inner nodes sum.
-  absl::flat_hash_map<std::string, double> borrowed_total, idle_total;
-  auto idle = [](const v1::TeamResource& r) -> double {
-    if (r.used() >= r.guaranteed()) return 0;
-    double free = static_cast<double>(r.guaranteed() - r.used());
-    if (r.has_lend_limit()) free = std::min<double>(free, static_cast<double>(r.lend_limit()));
-    return free;
-  };
-  for (const auto& t : out) {
-    if (!t.leaf()) continue;
-    for (const auto& r : t.resources()) {
-      borrowed_total[r.resource()] += static_cast<double>(r.borrowed());
-      idle_total[r.resource()] += idle(r);
-    }
-  }
-  absl::flat_hash_map<std::string, int> index;
-  for (size_t i = 0; i < out.size(); ++i) index[out[i].name()] = static_cast<int>(i);
-  for (auto& t : out) {
-    if (!t.leaf()) continue;
-    for (auto& r : *t.mutable_resources()) {
-      const double total_idle = idle_total[r.resource()];
-      if (total_idle <= 0) continue;
-      const double lent = std::min(borrowed_total[r.resource()], total_idle) * idle(r) / total_idle;
-      r.set_lent(static_cast<int64_t>(lent + 0.5));
-    }
-    // Add to ancestors.
-    for (std::string p = t.parent(); !p.empty();) {
-      auto it = index.find(p);
-      if (it == index.end()) break;
-      v1::TeamInfo& parent = out[it->second];
-      for (int i = 0; i < t.resources_size() && i < parent.resources_size(); ++i) {
-        parent.mutable_resources(i)->set_lent(parent.resources(i).lent() + t.resources(i).lent());
-      }
-      p = parent.parent();
-    }
-  }
+  FillTeamFigures(*config_, &out);
   return out;
 }
 

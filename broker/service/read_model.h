@@ -44,8 +44,8 @@ class ReadModel {
   int64_t QueuePosition(const v1::JobInfo& job) const;
 
   const v1::TeamInfo* FindTeam(const std::string& name) const;
-  // All teams in config order, with `lent` filled in: the borrowed capacity
-  // attributed to each team's idle lendable guarantee, in proportion.
+  // All teams in config order, with the figures of read_model_teams.h (used,
+  // private, borrowed, lent, subtree totals) filled in.
   std::vector<v1::TeamInfo> Teams() const;
 
  private:

@@ -103,6 +103,7 @@ int RunServer(const ServerOptions& options) {
   }
   AdmissionServiceImpl admission(loop->get());
   QuotaServiceImpl quota(loop->get(), *std::move(reader));
+  quota.SetStartupConfigFile(options.config_path);
   ForecastServiceImpl forecast(loop->get(), *std::move(forecast_reader), &clock);
   DiagnosticsServiceImpl diagnostics(loop->get());
   AgentServiceImpl agents(loop->get());

@@ -70,8 +70,18 @@ class QuotaServiceImpl final : public v1::QuotaService::CallbackService {
   grpc::ServerUnaryReactor* ApplyConfig(grpc::CallbackServerContext* ctx, const v1::ApplyConfigRequest* req,
                                         v1::ApplyConfigResponse* resp) override;
 
+  // The --config file tidegated started from: ApplyConfig warns when the new
+  // config contradicts it, since a restart applies that file again. Set
+  // before serving.
+  void SetStartupConfigFile(std::string path) { startup_config_path_ = std::move(path); }
+
  private:
+  // The warning for `next` against the start-up file as it is now; "" when
+  // they agree or there is no such file.
+  std::string StartupFileWarning(const v1::Config& next) const;
+
   CoreLoop* loop_;
+  std::string startup_config_path_;
   std::mutex reader_mu_;
   std::unique_ptr<ledger::Store> reader_;  // guarded by reader_mu_
 };
@@ -91,8 +101,7 @@ class DiagnosticsServiceImpl final : public v1::DiagnosticsService::CallbackServ
   CoreLoop* loop_;
 };
 
-// A human-readable diff of two configs, one change per line.
-std::vector<std::string> ConfigDiff(const v1::Config& before, const v1::Config& after);
+// ConfigDiff: broker/service/config_diff.h.
 
 }  // namespace tidegate::service
 
