@@ -2,7 +2,9 @@
 #include <mutex>
 #include <optional>
 
+#include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
+#include "broker/service/pagination.h"
 #include "broker/service/queued_writer.h"
 #include "broker/service/services.h"
 
@@ -150,10 +152,30 @@ grpc::ServerUnaryReactor* AdmissionServiceImpl::ListJobs(grpc::CallbackServerCon
     reactor->Finish(grpc::Status(grpc::StatusCode::NOT_FOUND, absl::StrCat("team '", req->team(), "' is not a team")));
     return reactor;
   }
-  auto jobs = model->Jobs(req->team(), req->state());
-  // Queue positions per team in one pass: priority, created_at, id.
+  const std::string query = absl::StrCat("jobs/", req->state(), "/", req->team());
+  auto page = ParsePage(req->page_size(), req->page_token(), query);
+  if (!page.ok()) {
+    reactor->Finish(ToGrpc(page.status()));
+    return reactor;
+  }
+  // One more than the page tells whether another page follows.
+  auto jobs = model->JobsAfter(req->team(), req->state(), page->after, static_cast<size_t>(page->size) + 1);
+  if (jobs.size() > static_cast<size_t>(page->size)) {
+    jobs.resize(page->size);
+    resp->set_next_page_token(PageToken(query, jobs.back()->job()));
+  }
+  // Queue positions, in one pass over the queues of the page's teams:
+  // priority, created_at, id.
+  absl::flat_hash_set<std::string> teams;
+  for (const auto& j : jobs) {
+    if (j->state() == v1::JOB_STATE_QUEUED) teams.insert(j->team());
+  }
   std::vector<std::shared_ptr<const v1::JobInfo>> queued;
-  for (const auto& j : model->Jobs(req->team(), v1::JOB_STATE_QUEUED)) queued.push_back(j);
+  if (!teams.empty()) {
+    for (const auto& j : model->Jobs(teams.size() == 1 ? *teams.begin() : req->team(), v1::JOB_STATE_QUEUED)) {
+      if (teams.contains(j->team())) queued.push_back(j);
+    }
+  }
   std::sort(queued.begin(), queued.end(), [](const auto& a, const auto& b) {
     if (a->team() != b->team()) return a->team() < b->team();
     if (a->priority() != b->priority()) return a->priority() > b->priority();
