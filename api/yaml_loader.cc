@@ -196,10 +196,12 @@ std::string FieldNames(const Descriptor* type) {
 // onto the field or message at `path`.
 class Mapper {
  public:
-  explicit Mapper(SourceMap* where) : where_(where) {}
+  // `node_budget`: how many nodes the walk may visit (ExpandedNodeBound).
+  Mapper(SourceMap* where, int64_t node_budget) : where_(where), budget_(node_budget), bound_(node_budget) {}
 
   absl::Status Fill(const YAML::Node& node, const YAML::Mark& at, const std::string& path,
                     Message* msg) {
+    if (!Visit()) return TooLarge(at, path);
     if (node.IsNull()) return absl::OkStatus();  // `key:`: present and empty, like `key: {}`.
     if (!node.IsMap()) return Error(at, path, absl::StrCat("expected a map, got ", Describe(node)));
     const Descriptor* type = msg->GetDescriptor();
@@ -259,6 +261,7 @@ class Mapper {
     for (const YAML::Node& element : value) {
       const std::string element_path = absl::StrCat(path, "[", index++, "]");
       const YAML::Mark element_at = MarkOf(element, at);
+      if (!Visit()) return TooLarge(element_at, element_path);
       Record(element_path, element_at);
       absl::Status status =
           field->cpp_type() == FieldDescriptor::CPPTYPE_MESSAGE
@@ -287,6 +290,7 @@ class Mapper {
         return Error(key_at, path, absl::StrCat("expected a key, got ", Describe(item.first)));
       }
       const std::string& key = item.first.Scalar();
+      if (!Visit()) return TooLarge(key_at, path);
       if (!seen.insert(key).second) {
         return Error(key_at, path, absl::StrCat("duplicate key '", key, "'"));
       }
@@ -353,6 +357,17 @@ class Mapper {
     return absl::InternalError(absl::StrCat(path, ": no scalar mapping for ", type_name));
   }
 
+  // Counts one node; false once the budget is spent. An alias is walked
+  // (and counted) every time it is used, so a small file of nested aliases
+  // ("billion laughs") stops here instead of expanding exponentially.
+  bool Visit() { return --budget_ >= 0; }
+  absl::Status TooLarge(const YAML::Mark& at, absl::string_view path) const {
+    return Error(at, path,
+                 absl::StrCat("the document expands to more than ", bound_,
+                              " nodes (aliases count each time they are used; the bound is ",
+                              kMinExpandedNodes, " + ", kExpandedNodesPerByte, " per byte of the file)"));
+  }
+
   void Record(std::string path, const YAML::Mark& at) {
     where_->Record(std::move(path), LineOf(at));
   }
@@ -362,6 +377,8 @@ class Mapper {
   }
 
   SourceMap* where_;
+  int64_t budget_;
+  const int64_t bound_;
 };
 
 absl::Status Load(absl::string_view text, Message* out, SourceMap* where) {
@@ -380,11 +397,19 @@ absl::Status Load(absl::string_view text, Message* out, SourceMap* where) {
       return Invalid(absl::StrCat(Locate(filename, LineOf(root.Mark()), ""),
                                   ": expected a map of fields, got ", Describe(root)));
     }
-    return Mapper(where).Fill(root, root.Mark(), "", out);
+    return Mapper(where, ExpandedNodeBound(text.size())).Fill(root, root.Mark(), "", out);
   } catch (const YAML::Exception& e) {
     return Invalid(absl::StrCat(Locate(filename, LineOf(e.mark), ""), ": invalid YAML: ", e.msg));
   }
 }
+
+}  // namespace
+
+int64_t ExpandedNodeBound(size_t text_bytes) {
+  return kMinExpandedNodes + kExpandedNodesPerByte * static_cast<int64_t>(text_bytes);
+}
+
+namespace {
 
 struct FileCloser {
   void operator()(std::FILE* file) const { std::fclose(file); }

@@ -25,6 +25,7 @@
 #ifndef TIDEGATE_API_YAML_LOADER_H_
 #define TIDEGATE_API_YAML_LOADER_H_
 
+#include <cstdint>
 #include <functional>
 #include <map>
 #include <string>
@@ -72,6 +73,15 @@ class SourceMap {
   std::string filename_;
   std::map<std::string, int, std::less<>> lines_;
 };
+
+// The most YAML nodes a document of `text_bytes` may expand to, aliases
+// counted each time they are used: a document without aliases has fewer
+// nodes than bytes, so only alias expansion can reach it. Past it the load
+// fails at once with INVALID_ARGUMENT (an anchor bomb of a few KB would
+// otherwise expand to billions of nodes).
+inline constexpr int64_t kMinExpandedNodes = 100000;
+inline constexpr int64_t kExpandedNodesPerByte = 4;
+int64_t ExpandedNodeBound(size_t text_bytes);
 
 // Parses the single YAML document in `text` onto *out, which is cleared first.
 // `filename` is only used in messages. On success fills *where (if given).

@@ -380,6 +380,38 @@ TEST(YamlLoaderTest, UnreadableFileIsNotFoundNamingThePath) {
 }
 
 // The project's own scenario files (tests/scenarios, DESIGN.md §9) all load.
+// An anchor bomb ("billion laughs") in valid positions: 200 teams that alias
+// one team, whose 200 tide rules alias one rule of 200 days: 8 million nodes
+// once expanded, from a file of a few KB.
+TEST(YamlLoaderTest, AnchorBombIsRefusedBeforeItExpands) {
+  std::string days = "[mon";
+  for (int i = 1; i < 200; ++i) days += ", mon";
+  days += "]";
+  std::string rules = "&r {days: " + days + ", from: \"08:00\", to: \"20:00\", timezone: UTC}";
+  for (int i = 1; i < 200; ++i) rules += ", *r";
+  std::string teams = "&t {name: a, tide: [" + rules + "]}";
+  for (int i = 1; i < 200; ++i) teams += ", *t";
+  const std::string text = "teams: [" + teams + "]\n";
+  ASSERT_LT(text.size(), 8000u);
+  v1::Config config;
+  SourceMap where;
+  const absl::Status status = LoadYamlString(text, "bomb.yaml", &config, &where);
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(status.message(), HasSubstr("bomb.yaml:1: teams["));
+  EXPECT_THAT(status.message(), HasSubstr("expands to more than " + std::to_string(ExpandedNodeBound(text.size()))));
+  EXPECT_EQ(config.teams_size(), 0);
+}
+
+TEST(YamlLoaderTest, AliasesThatExpandWithinTheBoundLoad) {
+  // 2,000 teams sharing one quota through an alias.
+  std::string text = "teams:\n  - {name: t0, quota: &q {gpu: {guaranteed: 1, borrow_limit: 2}}}\n";
+  for (int i = 1; i < 2000; ++i) text += "  - {name: t" + std::to_string(i) + ", quota: *q}\n";
+  v1::Config config;
+  ASSERT_TRUE(LoadYamlString(text, "shared.yaml", &config).ok());
+  ASSERT_EQ(config.teams_size(), 2000);
+  EXPECT_EQ(config.teams(1999).quota().at("gpu").borrow_limit(), 2);
+}
+
 TEST(YamlLoaderTest, EveryProjectScenarioLoads) {
   const char* source_dir = std::getenv("TIDEGATE_SOURCE_DIR");  // set by ctest
   const std::filesystem::path root =

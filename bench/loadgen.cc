@@ -7,6 +7,11 @@
 //   tidegate-loadgen --server 127.0.0.1:50051 --clients 32 --seconds 10 \
 //       --teams t0,t1,t2,t3 [-o json]
 //
+// With --attack-streams / --attack-clients a third phase repeats the mix
+// while a hostile client holds idle WaitAdmission streams (as many as the
+// broker allows of those asked for) and floods it with rejected and oversized
+// Admits, so the well-behaved clients' p99 can be compared with the quiet one.
+//
 // Every loop is bounded by --seconds and stops by itself; it talks only to
 // the address it is given (use a loopback address).
 #include <algorithm>
@@ -38,6 +43,8 @@ struct Options {
   std::vector<std::string> teams = {"t0", "t1", "t2", "t3"};
   int admit_pct = 45, release_pct = 45;  // the rest: GetTeam
   std::string output = "table";
+  int attack_streams = 0;  // idle WaitAdmission streams to try to open
+  int attack_clients = 0;  // concurrent rejected / oversized Admits
 };
 
 struct Stats {
@@ -187,6 +194,122 @@ Phase Run(const Options& o, bool noop, const std::string& label) {
   return p;
 }
 
+// One idle WaitAdmission stream on a job that never fits: it stays open
+// until cancelled. Counts whether the broker let it open.
+class IdleStream : public grpc::ClientReadReactor<tidegate::v1::WaitAdmissionResponse> {
+ public:
+  IdleStream(tidegate::v1::AdmissionService::Stub* stub, const std::string& job, std::atomic<int>* open,
+             std::atomic<int>* refused, std::atomic<int>* settled)
+      : open_(open), refused_(refused), settled_(settled) {
+    req_.set_job(job);
+    stub->async()->WaitAdmission(&ctx_, &req_, this);
+    StartRead(&resp_);
+    StartCall();
+  }
+  void OnReadDone(bool ok) override {
+    if (ok && !counted_) {
+      counted_ = true;
+      ++*open_;
+      ++*settled_;
+    }
+    if (ok) StartRead(&resp_);
+  }
+  void OnDone(const grpc::Status& s) override {
+    if (!counted_) {
+      if (s.error_code() == grpc::StatusCode::RESOURCE_EXHAUSTED) ++*refused_;
+      ++*settled_;
+    }
+    std::lock_guard<std::mutex> lock(mu_);
+    done_ = true;
+    cv_.notify_all();
+  }
+  void Cancel() { ctx_.TryCancel(); }
+  void Wait() {
+    std::unique_lock<std::mutex> lock(mu_);
+    cv_.wait(lock, [&] { return done_; });
+  }
+
+ private:
+  grpc::ClientContext ctx_;
+  tidegate::v1::WaitAdmissionRequest req_;
+  tidegate::v1::WaitAdmissionResponse resp_;
+  std::atomic<int>* open_;
+  std::atomic<int>* refused_;
+  std::atomic<int>* settled_;
+  bool counted_ = false;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool done_ = false;
+};
+
+// The hostile client: idle streams, then a flood of bad Admits until stopped.
+class Attacker {
+ public:
+  explicit Attacker(const Options& o) : o_(o) {
+    channel_ = grpc::CreateChannel(o.server, grpc::InsecureChannelCredentials());
+    stub_ = tidegate::v1::AdmissionService::NewStub(channel_);
+  }
+  // Queues a job that can never fit and opens the streams on it; returns once
+  // each stream is open or refused.
+  void OpenStreams() {
+    grpc::ClientContext ctx;
+    tidegate::v1::AdmitRequest req;
+    req.mutable_job()->set_job("attack-waiter");
+    req.mutable_job()->set_team(o_.teams[0]);
+    (*req.mutable_job()->mutable_per_replica())["gpu"] = int64_t{1} << 40;
+    tidegate::v1::AdmitResponse resp;
+    stub_->Admit(&ctx, req, &resp);
+    for (int i = 0; i < o_.attack_streams; ++i) {
+      streams_.push_back(std::make_unique<IdleStream>(stub_.get(), "attack-waiter", &open_, &refused_, &settled_));
+    }
+    while (settled_.load() < o_.attack_streams) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  void StartFlood() {
+    for (int i = 0; i < o_.attack_clients; ++i) {
+      flooders_.emplace_back([this, i] {
+        int64_t n = 0;
+        while (!stop_.load()) {
+          grpc::ClientContext ctx;
+          ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
+          tidegate::v1::AdmitRequest req;
+          auto* job = req.mutable_job();
+          if (n % 10 == 9) {  // one in ten oversized (a 1 MiB id)
+            job->set_job(std::string(1 << 20, 'x'));
+          } else {            // the rest rejected (an unknown team), with an unknown field
+            job->set_job("attack-" + std::to_string(i) + "-" + std::to_string(n));
+            job->GetReflection()->MutableUnknownFields(job)->AddLengthDelimited(999, std::string(1000, 'z'));
+          }
+          job->set_team("no-such-team");
+          (*job->mutable_per_replica())["gpu"] = 1;
+          tidegate::v1::AdmitResponse resp;
+          stub_->Admit(&ctx, req, &resp);
+          ++n;
+          ++sent_;
+        }
+      });
+    }
+  }
+  void Stop() {
+    stop_ = true;
+    for (auto& t : flooders_) t.join();
+    for (auto& s : streams_) s->Cancel();
+    for (auto& s : streams_) s->Wait();
+  }
+  int open() const { return open_.load(); }
+  int refused() const { return refused_.load(); }
+  int64_t sent() const { return sent_.load(); }
+
+ private:
+  const Options& o_;
+  std::shared_ptr<grpc::Channel> channel_;
+  std::unique_ptr<tidegate::v1::AdmissionService::Stub> stub_;
+  std::vector<std::unique_ptr<IdleStream>> streams_;
+  std::vector<std::thread> flooders_;
+  std::atomic<int> open_{0}, refused_{0}, settled_{0};
+  std::atomic<int64_t> sent_{0};
+  std::atomic<bool> stop_{false};
+};
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -199,6 +322,10 @@ int main(int argc, char** argv) {
   app.add_option("--admit", o.admit_pct, "percent Admit")->check(CLI::Range(0, 100))->capture_default_str();
   app.add_option("--release", o.release_pct, "percent Release")->check(CLI::Range(0, 100))->capture_default_str();
   app.add_option("-o,--output", o.output, "table or json")->check(CLI::IsMember({"table", "json"}));
+  app.add_option("--attack-streams", o.attack_streams, "idle WaitAdmission streams a hostile client tries to hold")
+      ->check(CLI::Range(0, 100000));
+  app.add_option("--attack-clients", o.attack_clients, "concurrent rejected/oversized Admits of a hostile client")
+      ->check(CLI::Range(0, 1024));
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -210,6 +337,24 @@ int main(int argc, char** argv) {
   }
   const Phase noop = Run(o, true, "no-op baseline");
   const Phase mix = Run(o, false, "admit/release/getteam");
+  if (o.attack_streams > 0 || o.attack_clients > 0) {
+    Attacker attacker(o);
+    attacker.OpenStreams();
+    attacker.StartFlood();
+    const Phase attacked = Run(o, false, "the same under attack");
+    attacker.Stop();
+    const double quiet_p99 = Percentile(mix.total.latency_ms, 99);
+    const double attacked_p99 = Percentile(attacked.total.latency_ms, 99);
+    std::printf(
+        "{\"clients\":%d,\"seconds\":%.1f,\"quiet_calls_per_s\":%.0f,\"quiet_p50_ms\":%.3f,\"quiet_p99_ms\":%.3f,"
+        "\"attacked_calls_per_s\":%.0f,\"attacked_p50_ms\":%.3f,\"attacked_p99_ms\":%.3f,\"p99_ratio\":%.2f,"
+        "\"attack_streams_open\":%d,\"attack_streams_refused\":%d,\"attack_calls\":%lld,\"errors\":%lld}\n",
+        o.clients, o.seconds, mix.total.calls / mix.seconds, Percentile(mix.total.latency_ms, 50), quiet_p99,
+        attacked.total.calls / attacked.seconds, Percentile(attacked.total.latency_ms, 50), attacked_p99,
+        attacked_p99 / quiet_p99, attacker.open(), attacker.refused(), static_cast<long long>(attacker.sent()),
+        static_cast<long long>(mix.total.errors + attacked.total.errors));
+    return (mix.total.errors + attacked.total.errors) == 0 ? 0 : 1;
+  }
   const double noop_rate = noop.total.calls / noop.seconds;
   const double call_rate = mix.total.calls / mix.seconds;
   const double decision_rate = mix.total.decisions / mix.seconds;

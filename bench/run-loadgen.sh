@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Starts tidegated on a loopback port with a fresh ledger (durable group
 # commit, synchronous=FULL), runs the load generator against it, stops it.
-#   bench/run-loadgen.sh [CLIENTS] [SECONDS]
+#   bench/run-loadgen.sh [CLIENTS] [SECONDS] [LOADGEN FLAGS...]
+# e.g. bench/run-loadgen.sh 32 10 --attack-streams 10000 --attack-clients 4
 set -euo pipefail
 cd "$(dirname "$0")/.."
 clients=${1:-32}
@@ -13,5 +14,5 @@ pid=$!
 for _ in $(seq 100); do grep -q "listening on" "$dir/out" && break; sleep 0.1; done
 addr=$(sed -n 's/^tidegated listening on //p' "$dir/out")
 [ -n "$addr" ] || { cat "$dir/err"; exit 1; }
-build/bin/tidegate-loadgen --server "$addr" --clients "$clients" --seconds "$seconds"
+build/bin/tidegate-loadgen --server "$addr" --clients "$clients" --seconds "$seconds" "${@:3}"
 echo "tidegated RSS: $(ps -o rss= -p "$pid") KiB"

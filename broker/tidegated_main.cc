@@ -19,6 +19,27 @@ int main(int argc, char** argv) {
   app.add_option("--snapshot-every", options.snapshot_every, "journal entries between snapshots")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
+  // Limits against hostile or runaway clients (README "Limits", docs/limits.md).
+  app.add_option("--max-queued-commands", options.max_queued_commands,
+                 "commands waiting for the writer; past it callers get RESOURCE_EXHAUSTED")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  app.add_option("--max-request-bytes", options.max_request_bytes,
+                 "largest job command (Admit, Release, AckResize, ...) or stream request; past it INVALID_ARGUMENT")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  app.add_option("--max-config-bytes", options.max_config_bytes,
+                 "largest message of any kind (ApplyConfig, an agent's view); gRPC refuses larger ones")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  app.add_option("--max-streams", options.max_streams,
+                 "open WaitAdmission/WatchResizes/agent streams in total; past it RESOURCE_EXHAUSTED")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  app.add_option("--max-streams-per-peer", options.max_streams_per_peer,
+                 "open streams from one client host; past it RESOURCE_EXHAUSTED")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

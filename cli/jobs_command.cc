@@ -10,6 +10,7 @@
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "cli/exit_codes.h"
+#include "cli/paging.h"
 #include "cli/text_table.h"
 #include "cli/value_format.h"
 
@@ -358,7 +359,11 @@ int RunJobs(const JobsOptions& options, const ClientOptions& client_options, con
   return CallBroker<v1::ListJobsResponse>(
       client_options, io,
       [&](Client& c, grpc::ClientContext* ctx, v1::ListJobsResponse* r) {
-        return c.admission().ListJobs(ctx, request, r);
+        return FetchAllPages(c, ctx, request, r,
+                             [&](grpc::ClientContext* page_ctx, const v1::ListJobsRequest& page_request,
+                                 v1::ListJobsResponse* page) {
+                               return c.admission().ListJobs(page_ctx, page_request, page);
+                             });
       },
       [&](const v1::ListJobsResponse& r) {
         if (options.output == "json") {

@@ -11,6 +11,7 @@
 #include "absl/time/time.h"
 #include "cli/elastic_command.h"
 #include "cli/exit_codes.h"
+#include "cli/paging.h"
 #include "cli/text_table.h"
 #include "cli/value_format.h"
 
@@ -265,7 +266,11 @@ int RunLoans(const HistoryOptions& options, const ClientOptions& client, const I
   return CallBroker<v1::ListLoansResponse>(
       client, io,
       [&](Client& c, grpc::ClientContext* ctx, v1::ListLoansResponse* r) {
-        return c.quota().ListLoans(ctx, *request, r);
+        return FetchAllPages(c, ctx, *request, r,
+                             [&](grpc::ClientContext* page_ctx, const v1::ListLoansRequest& page_request,
+                                 v1::ListLoansResponse* page) {
+                               return c.quota().ListLoans(page_ctx, page_request, page);
+                             });
       },
       [&](const v1::ListLoansResponse& r) {
         if (options.output == "json") {

@@ -16,13 +16,29 @@ void Admission::Emit(Event e) {
   s_.out().push_back(std::move(e));
 }
 
-void Admission::Reject(const v1::JobSpec& spec, const absl::Status& why) {
+Event RejectEvent(const v1::JobSpec& spec, const absl::Status& why, Time now) {
   Event e;
   e.type = EventType::kReject;
   e.job = spec.job();
   e.team = spec.team();
   e.reason = std::string(why.message());
-  Emit(std::move(e));
+  e.at = now;
+  return e;
+}
+
+std::string DifferentSpecReason(const std::string& id) {
+  return absl::StrCat("job '", id, "' already exists with a different spec");
+}
+
+absl::StatusOr<Job> ParseSubmit(const CompiledConfig& config, const v1::JobSpec& spec, Time now) {
+  if (spec.draining()) {
+    return absl::InvalidArgumentError("draining: only adopt may record a job that is already draining");
+  }
+  return ParseJobSpec(config, spec, now);
+}
+
+void Admission::Reject(const v1::JobSpec& spec, const absl::Status& why) {
+  Emit(RejectEvent(spec, why, s_.now()));
 }
 
 void Admission::Error(const std::string& job, std::string reason) {
@@ -113,9 +129,7 @@ absl::StatusOr<Job> ParseJobSpec(const CompiledConfig& c, const v1::JobSpec& in,
 }
 
 void Admission::Submit(const v1::JobSpec& spec) {
-  auto parsed = spec.draining() ? absl::StatusOr<Job>(absl::InvalidArgumentError(
-                                      "draining: only adopt may record a job that is already draining"))
-                                : ParseJobSpec(s_.config(), spec, s_.now());
+  auto parsed = ParseSubmit(s_.config(), spec, s_.now());
   if (!parsed.ok()) {
     Reject(spec, parsed.status());
     return;
@@ -123,7 +137,7 @@ void Admission::Submit(const v1::JobSpec& spec) {
   const int existing = s_.FindJob(parsed->id);
   if (existing >= 0) {
     if (!google::protobuf::util::MessageDifferencer::Equals(s_.job(existing).spec, parsed->spec)) {
-      Error(parsed->id, absl::StrCat("job '", parsed->id, "' already exists with a different spec"));
+      Error(parsed->id, DifferentSpecReason(parsed->id));
     }
     return;  // same id, same spec: idempotent.
   }

@@ -18,6 +18,13 @@ namespace tidegate::core {
 // spec normalized (defaults filled in). INVALID_ARGUMENT naming the field and
 // the value. created_at defaults to `now`.
 absl::StatusOr<Job> ParseJobSpec(const CompiledConfig& config, const v1::JobSpec& spec, Time now);
+// ParseJobSpec for a submit, which may not record a job that is already
+// draining (only adopt may).
+absl::StatusOr<Job> ParseSubmit(const CompiledConfig& config, const v1::JobSpec& spec, Time now);
+// The `reject` event of a job spec that did not parse.
+Event RejectEvent(const v1::JobSpec& spec, const absl::Status& why, Time now);
+// The reason of the `error` for a submit of an existing id with another spec.
+std::string DifferentSpecReason(const std::string& id);
 
 // Recomputes the tide schedule (next lead, next boundary) and the guards
 // from the state's base config and cursors: after Create, Restore or a

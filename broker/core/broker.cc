@@ -75,6 +75,28 @@ std::vector<Event> Broker::Apply(const v1::Command& command, Time now) {
   return out;
 }
 
+std::optional<std::vector<Event>> Broker::SubmitWithoutEffect(const v1::JobSpec& spec, Time now) const {
+  const State& s = *state_;
+  const Time at = std::max(now, s.now());
+  auto parsed = ParseSubmit(s.config(), spec, at);
+  std::vector<Event> out;
+  if (!parsed.ok()) {
+    out.push_back(RejectEvent(spec, parsed.status(), at));
+    return out;
+  }
+  const int existing = s.FindJob(parsed->id);
+  if (existing < 0) return std::nullopt;
+  if (!google::protobuf::util::MessageDifferencer::Equals(s.job(existing).spec, parsed->spec)) {
+    Event e;
+    e.type = EventType::kError;
+    e.job = parsed->id;
+    e.reason = DifferentSpecReason(parsed->id);
+    e.at = at;
+    out.push_back(std::move(e));
+  }
+  return out;
+}
+
 std::optional<Time> Broker::NextDeadline() const {
   // Apply pops stale timers before it returns, so the top is real work.
   std::optional<Time> next = Admission(*state_).NextTideEvent();

@@ -105,6 +105,15 @@ class Broker {
   // nothing else.
   std::vector<Event> Apply(const v1::Command& command, Time now);
 
+  // What Apply would answer to submitting `spec`, when that submit would
+  // change nothing: the `reject` event of an invalid spec, the `error` event
+  // of an existing id with another spec, or no events for an existing id
+  // with the same spec (idempotent). nullopt when the submit would record a
+  // new job. Does not apply anything (not even the time-driven work), so a
+  // driver may answer such a submit without journalling it and a replay of
+  // the journal still gives the same state.
+  std::optional<std::vector<Event>> SubmitWithoutEffect(const v1::JobSpec& spec, Time now) const;
+
   // The earliest time at which time-driven work is due (a grace period ends,
   // a backoff expires), or nullopt when nothing is pending. A driver calls
   // Apply(Tick, t) at that time.

@@ -103,6 +103,24 @@ absl::Status CompilePolicyOptions(const v1::Policy& in, PolicyOptions* out) {
   return absl::OkStatus();
 }
 
+// Bounds on the config's size, checked before anything is built from it.
+absl::Status CheckSizes(const v1::Config& config) {
+  if (config.teams_size() > kMaxTeams) {
+    return Invalid(absl::StrCat("teams: ", config.teams_size(), " teams; at most ", kMaxTeams, " are supported"));
+  }
+  if (config.clusters_size() > kMaxClusters) {
+    return Invalid(
+        absl::StrCat("clusters: ", config.clusters_size(), " clusters; at most ", kMaxClusters, " are supported"));
+  }
+  for (const auto& t : config.teams()) {
+    if (t.tide_size() > kMaxTideRulesPerTeam) {
+      return Invalid(absl::StrCat("team '", t.name(), "': tide: ", t.tide_size(), " rules; at most ",
+                                  kMaxTideRulesPerTeam, " are supported"));
+    }
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 bool IsGpuResource(const std::string& name) {
@@ -114,6 +132,7 @@ bool IsGpuResource(const std::string& name) {
 absl::StatusOr<CompiledConfig> CompileConfig(const v1::Config& config) {
   CompiledConfig c;
   if (config.clusters().empty()) return Invalid("clusters: at least one cluster is required");
+  if (auto s = CheckSizes(config); !s.ok()) return s;
 
   // Resources in order of first appearance: cluster capacities, then quotas.
   for (const auto& cl : config.clusters()) {
@@ -193,6 +212,10 @@ absl::StatusOr<CompiledConfig> CompileConfig(const v1::Config& config) {
       if (++steps > static_cast<int>(c.nodes.size())) {
         return Invalid(absl::StrCat("team '", c.nodes[i].name, "': the parent chain forms a cycle"));
       }
+    }
+    if (steps > kMaxTeamDepth) {
+      return Invalid(absl::StrCat("team '", c.nodes[i].name, "': at depth ", steps, " of the tree; at most ",
+                                  kMaxTeamDepth, " levels are supported"));
     }
   }
   for (size_t i = 1; i < c.nodes.size(); ++i) {

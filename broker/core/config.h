@@ -19,6 +19,13 @@ namespace tidegate::core {
 
 inline constexpr int kRootNode = 0;  // the implicit fleet root.
 inline constexpr int kMaxResources = 64;
+// Bounds on the size of a config (docs/limits.md): generous for any real
+// fleet, small enough that a hostile or mistaken config cannot make every
+// decision (which walks a team's path) or the compile itself slow.
+inline constexpr int kMaxTeams = 10000;
+inline constexpr int kMaxTeamDepth = 16;  // top-level teams are at depth 1.
+inline constexpr int kMaxTideRulesPerTeam = 64;
+inline constexpr int kMaxClusters = 1000;
 
 struct ClusterConfig {
   std::string name;

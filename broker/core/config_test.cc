@@ -298,5 +298,63 @@ TEST(ConfigTest, DecimalWeightsAreExact) {
   EXPECT_TRUE(Node(*c, "b").weight.IsZero());
 }
 
+// ---------------------------------------------------------------- size bounds
+
+v1::Config FlatTeams(int n) {
+  v1::Config c = Parse(kOneCluster);
+  for (int i = 0; i < n; ++i) c.add_teams()->set_name("t" + std::to_string(i));
+  return c;
+}
+
+v1::Config Chain(int depth) {
+  v1::Config c = Parse(kOneCluster);
+  for (int i = 0; i < depth; ++i) {
+    auto* t = c.add_teams();
+    t->set_name("d" + std::to_string(i + 1));
+    if (i > 0) t->set_parent("d" + std::to_string(i));
+  }
+  return c;
+}
+
+TEST(ConfigTest, TenThousandTeamsCompileAndOneMoreIsAnError) {
+  EXPECT_TRUE(CompileConfig(FlatTeams(kMaxTeams)).ok());
+  const absl::Status s = CompileConfig(FlatTeams(kMaxTeams + 1)).status();
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(s.message(), HasSubstr("teams: 10001 teams; at most 10000"));
+}
+
+TEST(ConfigTest, SixteenLevelsCompileAndASeventeenthIsAnErrorNamingTheTeam) {
+  EXPECT_TRUE(CompileConfig(Chain(kMaxTeamDepth)).ok());
+  const absl::Status s = CompileConfig(Chain(kMaxTeamDepth + 1)).status();
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(s.message(), HasSubstr("team 'd17': at depth 17 of the tree; at most 16"));
+}
+
+TEST(ConfigTest, TooManyTideRulesForOneTeamIsAnErrorNamingTheTeam) {
+  v1::Config c = Parse(kOneCluster + R"pb(teams { name: "serving" quota { key: "gpu" value { guaranteed: 4 } } })pb");
+  for (int i = 0; i <= kMaxTideRulesPerTeam; ++i) {
+    auto* rule = c.mutable_teams(0)->add_tide();
+    rule->add_days(v1::WEEKDAY_MON);
+    rule->set_from("08:00");
+    rule->set_to("20:00");
+    rule->set_timezone("UTC");
+  }
+  const absl::Status s = CompileConfig(c).status();
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(s.message(), HasSubstr("team 'serving': tide: 65 rules; at most 64"));
+}
+
+TEST(ConfigTest, TooManyClustersIsAnError) {
+  v1::Config c;
+  for (int i = 0; i <= kMaxClusters; ++i) {
+    auto* cl = c.add_clusters();
+    cl->set_name("c" + std::to_string(i));
+    (*cl->mutable_capacity())["gpu"] = 1;
+  }
+  const absl::Status s = CompileConfig(c).status();
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(s.message(), HasSubstr("clusters: 1001 clusters; at most 1000"));
+}
+
 }  // namespace
 }  // namespace tidegate::core

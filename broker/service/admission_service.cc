@@ -2,7 +2,9 @@
 #include <mutex>
 #include <optional>
 
+#include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
+#include "broker/service/pagination.h"
 #include "broker/service/queued_writer.h"
 #include "broker/service/services.h"
 
@@ -150,10 +152,30 @@ grpc::ServerUnaryReactor* AdmissionServiceImpl::ListJobs(grpc::CallbackServerCon
     reactor->Finish(grpc::Status(grpc::StatusCode::NOT_FOUND, absl::StrCat("team '", req->team(), "' is not a team")));
     return reactor;
   }
-  auto jobs = model->Jobs(req->team(), req->state());
-  // Queue positions per team in one pass: priority, created_at, id.
+  const std::string query = absl::StrCat("jobs/", req->state(), "/", req->team());
+  auto page = ParsePage(req->page_size(), req->page_token(), query);
+  if (!page.ok()) {
+    reactor->Finish(ToGrpc(page.status()));
+    return reactor;
+  }
+  // One more than the page tells whether another page follows.
+  auto jobs = model->JobsAfter(req->team(), req->state(), page->after, static_cast<size_t>(page->size) + 1);
+  if (jobs.size() > static_cast<size_t>(page->size)) {
+    jobs.resize(page->size);
+    resp->set_next_page_token(PageToken(query, jobs.back()->job()));
+  }
+  // Queue positions, in one pass over the queues of the page's teams:
+  // priority, created_at, id.
+  absl::flat_hash_set<std::string> teams;
+  for (const auto& j : jobs) {
+    if (j->state() == v1::JOB_STATE_QUEUED) teams.insert(j->team());
+  }
   std::vector<std::shared_ptr<const v1::JobInfo>> queued;
-  for (const auto& j : model->Jobs(req->team(), v1::JOB_STATE_QUEUED)) queued.push_back(j);
+  if (!teams.empty()) {
+    for (const auto& j : model->Jobs(teams.size() == 1 ? *teams.begin() : req->team(), v1::JOB_STATE_QUEUED)) {
+      if (teams.contains(j->team())) queued.push_back(j);
+    }
+  }
   std::sort(queued.begin(), queued.end(), [](const auto& a, const auto& b) {
     if (a->team() != b->team()) return a->team() < b->team();
     if (a->priority() != b->priority()) return a->priority() > b->priority();
@@ -188,18 +210,26 @@ grpc::ServerUnaryReactor* AdmissionServiceImpl::GetJob(grpc::CallbackServerConte
 }
 
 // A WaitAdmission stream: the job's state now, then every change, until it
-// is admitted or gone. Kept alive by shared_ptrs until gRPC calls OnDone.
+// is admitted or gone. Kept alive by shared_ptrs until gRPC calls OnDone;
+// holds a stream slot until then.
 class AdmissionServiceImpl::Waiter : public QueuedWriter<v1::WaitAdmissionResponse> {
  public:
   Waiter(AdmissionServiceImpl* svc, std::string job) : svc_(svc), job_(std::move(job)) {}
 
-  void Start(std::shared_ptr<Waiter> self) {
+  void Start(std::shared_ptr<Waiter> self, std::unique_ptr<StreamLimiter::Slot> slot) {
     self_ = self;
+    slot_ = std::move(slot);
     {
       std::lock_guard<std::mutex> lock(svc_->mu_);
-      svc_->registry_.push_back(self);
+      svc_->registry_[job_].push_back(self);
     }
     Check();
+  }
+  // Ends the stream at once, before it was registered.
+  void Refuse(std::shared_ptr<Waiter> self, const grpc::Status& status) {
+    self_ = std::move(self);
+    std::lock_guard<std::recursive_mutex> lock(mu_);
+    Done(status);
   }
 
   // Compares the published job with what was last sent; thread-safe.
@@ -232,10 +262,16 @@ class AdmissionServiceImpl::Waiter : public QueuedWriter<v1::WaitAdmissionRespon
     std::shared_ptr<Waiter> self;
     {
       std::lock_guard<std::mutex> lock(svc_->mu_);
-      auto& reg = svc_->registry_;
-      reg.erase(std::remove_if(reg.begin(), reg.end(), [&](const auto& w) { return w.get() == this; }), reg.end());
+      auto it = svc_->registry_.find(job_);
+      if (it != svc_->registry_.end()) {
+        auto& list = it->second;
+        list.erase(std::remove_if(list.begin(), list.end(), [&](const auto& w) { return w.get() == this; }),
+                   list.end());
+        if (list.empty()) svc_->registry_.erase(it);
+      }
       self = std::move(self_);
     }
+    slot_.reset();
     // `self` may be the last reference: the object goes with it.
   }
 
@@ -245,12 +281,26 @@ class AdmissionServiceImpl::Waiter : public QueuedWriter<v1::WaitAdmissionRespon
   bool sent_any_ = false;
   v1::JobInfo last_;
   std::shared_ptr<Waiter> self_;
+  std::unique_ptr<StreamLimiter::Slot> slot_;
 };
+
+grpc::Status CheckStreamRequestSize(const google::protobuf::Message& request, const CoreLoop& loop, const char* what) {
+  const int64_t limit = loop.options().max_command_bytes;
+  const size_t size = request.ByteSizeLong();
+  if (static_cast<int64_t>(size) <= limit) return grpc::Status::OK;
+  return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                      absl::StrCat(what, ": the request is ", size, " bytes, more than the ", limit,
+                                   " accepted (--max-request-bytes)"));
+}
 
 grpc::ServerWriteReactor<v1::WaitAdmissionResponse>* AdmissionServiceImpl::WaitAdmission(
     grpc::CallbackServerContext* ctx, const v1::WaitAdmissionRequest* req) {
-  auto waiter = std::make_shared<Waiter>(this, req->job());
-  waiter->Start(waiter);
+  grpc::Status refused = CheckStreamRequestSize(*req, *loop_, "WaitAdmission");
+  std::unique_ptr<StreamLimiter::Slot> slot;
+  if (refused.ok() && streams_) refused = streams_->Acquire(ctx->peer(), "WaitAdmission", &slot);
+  auto waiter = std::make_shared<Waiter>(this, refused.ok() ? req->job() : std::string());
+  if (refused.ok()) waiter->Start(waiter, std::move(slot));
+  else waiter->Refuse(waiter, refused);
   return waiter.get();
 }
 
@@ -258,18 +308,22 @@ void AdmissionServiceImpl::CloseStreams() {
   std::vector<std::shared_ptr<Waiter>> waiters;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    waiters = registry_;
+    for (const auto& [job, list] : registry_) waiters.insert(waiters.end(), list.begin(), list.end());
   }
   for (auto& w : waiters) {
     w->Close(grpc::Status(grpc::StatusCode::UNAVAILABLE, "the broker is shutting down; reconnect"));
   }
 }
 
-void AdmissionServiceImpl::Notify() {
+void AdmissionServiceImpl::Notify(const PublishedChange& change) {
   std::vector<std::shared_ptr<Waiter>> waiters;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    waiters = registry_;
+    if (registry_.empty()) return;
+    for (const auto& job : change.jobs) {
+      auto it = registry_.find(job);
+      if (it != registry_.end()) waiters.insert(waiters.end(), it->second.begin(), it->second.end());
+    }
   }
   for (auto& w : waiters) w->Check();
 }

@@ -36,12 +36,39 @@ class AgentServiceImpl::Connection : public grpc::ServerBidiReactor<v1::AgentMes
  public:
   Connection(AgentServiceImpl* svc, std::string peer) : svc_(svc), peer_(std::move(peer)) {}
 
-  void Start(std::shared_ptr<Connection> self) {
+  void Start(std::shared_ptr<Connection> self, std::unique_ptr<StreamLimiter::Slot> slot) {
     self_ = std::move(self);
+    slot_ = std::move(slot);
     StartRead(&in_);
+  }
+  // Ends the stream at once.
+  void Refuse(std::shared_ptr<Connection> self, const grpc::Status& status) {
+    self_ = std::move(self);
+    std::lock_guard<std::recursive_mutex> lock(mu_);
+    Done(status);
   }
 
   const std::string& cluster() const { return cluster_; }
+
+  // LogProblems, and when the broker's queue refused the command, ends the
+  // stream: the agent reconnects and replays its view, so nothing it saw is
+  // lost for good.
+  service::Done Logged(std::string what) {
+    std::weak_ptr<Connection> weak;
+    {
+      std::lock_guard<std::recursive_mutex> lock(mu_);
+      weak = self_;
+    }
+    return [weak, log = LogProblems(std::move(what))](absl::StatusOr<Applied> applied) {
+      if (!applied.ok() && applied.status().code() == absl::StatusCode::kResourceExhausted) {
+        if (auto self = weak.lock()) {
+          self->Close(grpc::Status(grpc::StatusCode::UNAVAILABLE,
+                                   absl::StrCat(applied.status().message(), "; reconnect and send the view again")));
+        }
+      }
+      log(std::move(applied));
+    };
+  }
 
   void OnReadDone(bool ok) override {
     if (!ok) {  // the agent closed its side or went away.
@@ -126,6 +153,7 @@ class AgentServiceImpl::Connection : public grpc::ServerBidiReactor<v1::AgentMes
     {
       std::lock_guard<std::recursive_mutex> lock(mu_);
       self = std::move(self_);
+      slot_.reset();
     }
     // `self` may be the last reference: the object goes with it.
   }
@@ -166,7 +194,7 @@ class AgentServiceImpl::Connection : public grpc::ServerBidiReactor<v1::AgentMes
         std::string text;
         for (const auto& [r, q] : m.capacity().capacity()) absl::StrAppend(&text, r, "=", q, " ");
         spdlog::info("agent {}: capacity {}", cluster, text);
-        loop->Submit(std::move(cmd), LogProblems(absl::StrCat("capacity of ", cluster)));
+        loop->Submit(std::move(cmd), Logged(absl::StrCat("capacity of ", cluster)));
         return;
       }
       case v1::AgentMessage::kView:
@@ -182,11 +210,11 @@ class AgentServiceImpl::Connection : public grpc::ServerBidiReactor<v1::AgentMes
           spdlog::warn("agent {}: {} runs although the broker queued it; recording it as running", cluster, id);
           v1::Command finish;
           finish.set_finish(id);
-          loop->Submit(std::move(finish), LogProblems(absl::StrCat("finish ", id)));
+          loop->Submit(std::move(finish), Logged(absl::StrCat("finish ", id)));
         } else {
           spdlog::info("agent {}: adopting {}, which started outside the broker", cluster, id);
         }
-        loop->Submit(std::move(adopt), LogProblems(absl::StrCat("adopt ", id)));
+        loop->Submit(std::move(adopt), Logged(absl::StrCat("adopt ", id)));
         return;
       }
       case v1::AgentMessage::kEnded: {
@@ -195,7 +223,7 @@ class AgentServiceImpl::Connection : public grpc::ServerBidiReactor<v1::AgentMes
         spdlog::info("agent {}: {} ended ({})", cluster, id, m.ended().reason());
         v1::Command cmd;
         cmd.set_finish(id);
-        loop->Submit(std::move(cmd), LogProblems(absl::StrCat("finish ", id)));
+        loop->Submit(std::move(cmd), Logged(absl::StrCat("finish ", id)));
         return;
       }
       case v1::AgentMessage::kGone: {
@@ -206,7 +234,7 @@ class AgentServiceImpl::Connection : public grpc::ServerBidiReactor<v1::AgentMes
         v1::Command cmd;
         if (j->state() == v1::JOB_STATE_DRAINING) cmd.set_vacate(id);
         else cmd.set_finish(id);
-        loop->Submit(std::move(cmd), LogProblems(absl::StrCat("gone ", id)));
+        loop->Submit(std::move(cmd), Logged(absl::StrCat("gone ", id)));
         return;
       }
       case v1::AgentMessage::kAck:
@@ -220,7 +248,7 @@ class AgentServiceImpl::Connection : public grpc::ServerBidiReactor<v1::AgentMes
         cmd.mutable_ack_resize()->set_job(m.replicas().job());
         cmd.mutable_ack_resize()->set_epoch(m.replicas().epoch());
         cmd.mutable_ack_resize()->set_replicas(m.replicas().replicas());
-        loop->Submit(std::move(cmd), LogProblems(absl::StrCat("replicas of ", m.replicas().job())));
+        loop->Submit(std::move(cmd), Logged(absl::StrCat("replicas of ", m.replicas().job())));
         return;
       }
       default:
@@ -298,7 +326,7 @@ class AgentServiceImpl::Connection : public grpc::ServerBidiReactor<v1::AgentMes
     }
     for (size_t i = 0; i < commands.size(); ++i) {
       const bool last = i + 1 == commands.size();
-      service::Done log = LogProblems(absl::StrCat("reconcile ", cluster));
+      service::Done log = Logged(absl::StrCat("reconcile ", cluster));
       loop->Submit(std::move(commands[i]), [self, last, log](absl::StatusOr<Applied> applied) {
         const int64_t seq = applied.ok() ? applied->model->seq() : 0;
         log(std::move(applied));
@@ -348,13 +376,17 @@ class AgentServiceImpl::Connection : public grpc::ServerBidiReactor<v1::AgentMes
   std::deque<v1::BrokerAction> pending_;
   v1::BrokerAction current_;
   std::shared_ptr<Connection> self_;
+  std::unique_ptr<StreamLimiter::Slot> slot_;
   std::optional<grpc::Status> close_with_;
 };
 
 grpc::ServerBidiReactor<v1::AgentMessage, v1::BrokerAction>* AgentServiceImpl::Connect(
     grpc::CallbackServerContext* ctx) {
   auto conn = std::make_shared<Connection>(this, ctx->peer());
-  conn->Start(conn);
+  std::unique_ptr<StreamLimiter::Slot> slot;
+  grpc::Status refused = streams_ ? streams_->Acquire(ctx->peer(), "Connect", &slot) : grpc::Status::OK;
+  if (refused.ok()) conn->Start(conn, std::move(slot));
+  else conn->Refuse(conn, refused);
   return conn.get();
 }
 

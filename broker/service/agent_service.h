@@ -23,13 +23,16 @@
 #include <vector>
 
 #include "broker/service/core_loop.h"
+#include "broker/service/stream_limits.h"
 #include "tidegate/v1/agent.grpc.pb.h"
 
 namespace tidegate::service {
 
 class AgentServiceImpl final : public v1::AgentService::CallbackService {
  public:
-  explicit AgentServiceImpl(CoreLoop* loop) : loop_(loop) {}
+  // `streams` (may be null: unbounded) bounds Connect streams, counted from
+  // the moment they open (before hello).
+  explicit AgentServiceImpl(CoreLoop* loop, StreamLimiter* streams = nullptr) : loop_(loop), streams_(streams) {}
 
   grpc::ServerBidiReactor<v1::AgentMessage, v1::BrokerAction>* Connect(grpc::CallbackServerContext* ctx) override;
 
@@ -48,6 +51,7 @@ class AgentServiceImpl final : public v1::AgentService::CallbackService {
   void Forget(const Connection* conn);
 
   CoreLoop* loop_;
+  StreamLimiter* streams_;
   std::mutex mu_;
   std::vector<std::shared_ptr<Connection>> connections_;  // guarded by mu_
 };

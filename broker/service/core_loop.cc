@@ -29,6 +29,16 @@ std::string KindOf(const v1::Command& c) {
   return "none";
 }
 
+core::Time TickMs(const core::Broker& broker) {
+  const auto& policy = broker.Config().policy();
+  return std::max<int64_t>(1, policy.has_tick_s() ? policy.tick_s() : 10) * core::kMillisPerSecond;
+}
+
+// Commands that may carry a whole config or an agent's whole view.
+bool ConfigSized(const v1::Command& c) {
+  return c.has_apply_config() || c.has_set_quota() || c.has_set_capacity() || c.has_adopt();
+}
+
 bool ChangesConfig(const v1::Command& c) {
   return c.has_set_quota() || c.has_set_capacity() || c.has_apply_config();
 }
@@ -63,6 +73,7 @@ CoreLoop::CoreLoop(std::unique_ptr<core::Broker> broker, std::unique_ptr<ledger:
     : broker_(std::move(broker)), store_(std::move(store)), clock_(clock), options_(options), seq_(seq) {
   last_snapshot_seq_ = seq;
   last_accounting_ = broker_->Now();
+  last_tick_ = clock_->NowMs();
   published_ = ReadModel::Build(*broker_, seq_);
 }
 
@@ -144,16 +155,18 @@ void CoreLoop::Respond() {
   while (true) {
     std::deque<std::pair<Done, absl::StatusOr<Applied>>> answers;
     bool hook = false;
+    PublishedChange change;
     {
       std::unique_lock<std::mutex> lock(answers_mu_);
       answers_cv_.wait(lock, [&] { return !answers_.empty() || answers_hook_pending_ || answers_done_; });
       answers.swap(answers_);
       hook = answers_hook_pending_;
       answers_hook_pending_ = false;
+      change.jobs.swap(answers_change_.jobs);
       if (answers.empty() && !hook && answers_done_) return;
     }
     for (auto& [done, applied] : answers) done(std::move(applied));
-    if (hook && publish_hook_) publish_hook_();
+    if (hook && publish_hook_) publish_hook_(change);
   }
 }
 
@@ -169,16 +182,44 @@ void CoreLoop::DryRun(v1::Command command, Done done) {
   done(absl::UnavailableError("the broker is shutting down"));
 }
 
+absl::Status CoreLoop::CheckSize(const v1::Command& command) const {
+  const bool config_sized = ConfigSized(command);
+  const int64_t limit = config_sized ? options_.max_config_bytes : options_.max_command_bytes;
+  const size_t size = command.ByteSizeLong();
+  if (static_cast<int64_t>(size) <= limit) return absl::OkStatus();
+  return absl::InvalidArgumentError(absl::StrCat(KindOf(command), ": the request is ", size, " bytes, more than the ",
+                                                 limit, " accepted (",
+                                                 config_sized ? "--max-config-bytes" : "--max-request-bytes", ")"));
+}
+
+int64_t CoreLoop::queued_for_tests() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return static_cast<int64_t>(queue_.size());
+}
+
 void CoreLoop::Submit(v1::Command command, Done done) {
+  if (auto s = CheckSize(command); !s.ok()) {
+    done(s);
+    return;
+  }
+  // Fields this build does not know would be journalled and served back
+  // verbatim: a client could store anything in the ledger through them.
+  command.DiscardUnknownFields();
+  absl::Status refused;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    if (!stopping_) {
+    if (stopping_) {
+      refused = absl::UnavailableError("the broker is shutting down");
+    } else if (static_cast<int64_t>(queue_.size()) >= options_.max_queued) {
+      refused = absl::ResourceExhaustedError(absl::StrCat("the broker's command queue is full (", queue_.size(),
+                                                          " commands waiting, --max-queued-commands); retry later"));
+    } else {
       queue_.push_back(Pending{std::move(command), std::move(done)});
       wake_.notify_one();
       return;
     }
   }
-  done(absl::UnavailableError("the broker is shutting down"));
+  done(refused);
 }
 
 void CoreLoop::Stop() {
@@ -202,18 +243,19 @@ std::shared_ptr<const ReadModel> CoreLoop::Published() const {
   return published_;
 }
 
+bool CoreLoop::TickDue(core::Time now) const {
+  const auto deadline = broker_->NextDeadline();
+  return now >= last_tick_ + TickMs(*broker_) || (deadline && now >= *deadline);
+}
+
 void CoreLoop::Run() {
-  const core::Time tick_ms = std::max<int64_t>(1, broker_->Config().policy().has_tick_s()
-                                                      ? broker_->Config().policy().tick_s()
-                                                      : 10) * core::kMillisPerSecond;
-  core::Time last_tick = clock_->NowMs();
   while (true) {
     std::vector<Pending> batch;
     bool stop = false;
     {
       std::unique_lock<std::mutex> lock(mu_);
       // Sleep until work arrives, a deadline of the core is due, or a tick.
-      core::Time next = last_tick + tick_ms;
+      core::Time next = last_tick_ + TickMs(*broker_);
       if (auto d = broker_->NextDeadline(); d && !core_dirty_) next = std::min(next, *d);
       if (!ledger_health_.ok()) next = std::min(next, retry_commit_at_);
       const core::Time wait = std::max<core::Time>(0, next - clock_->NowMs());
@@ -234,16 +276,11 @@ void CoreLoop::Run() {
         if (stop) break;
         continue;
       }
-      if (batch.empty()) last_tick = now - tick_ms;  // a tick tries the ledger when no one writes
+      // A tick tries the ledger even when no one writes, or when every
+      // command of the batch would be answered without a commit.
+      last_tick_ = now - TickMs(*broker_);
     }
-    const auto deadline = broker_->NextDeadline();
-    if (batch.empty() && (now >= last_tick + tick_ms || (deadline && now >= *deadline))) {
-      v1::Command tick;
-      tick.mutable_tick();
-      batch.push_back(Pending{std::move(tick), nullptr});
-      last_tick = now;
-    }
-    if (!batch.empty()) ApplyBatch(std::move(batch));
+    if (!batch.empty() || TickDue(now)) ApplyBatch(std::move(batch));
     if (stop) break;
   }
   if (auto s = Snapshot(); !s.ok()) spdlog::error("ledger: final snapshot failed: {}", s.ToString());
@@ -253,38 +290,69 @@ void CoreLoop::ApplyBatch(std::vector<Pending> batch) {
   const core::Time now = std::max(clock_->NowMs(), broker_->Now());
   const std::shared_ptr<const ReadModel> before = Published();
   ledger::Batch out;
-  std::vector<std::vector<core::Event>> results;
-  results.reserve(batch.size());
+  std::vector<std::vector<core::Event>> results(batch.size());
   std::vector<std::string> touched;
   absl::flat_hash_set<std::string> seen;
   bool all_teams = false;
   absl::flat_hash_map<std::string, const core::Event*> last_event;  // per job, for ended/rejected rows
-  for (Pending& p : batch) {
-    if (p.dry_run) {
-      results.push_back(DryRunEvents(p.command, now));
-      continue;
-    }
+  std::vector<std::vector<core::Event>> applied_events;  // of journalled commands, in order
+  auto apply = [&](const v1::Command& command) -> std::vector<core::Event> {
     const uint64_t quota_generation = broker_->QuotaGeneration();
-    std::vector<core::Event> events = broker_->Apply(p.command, now);
+    std::vector<core::Event> events = broker_->Apply(command, now);
     // A tide change replaces the quota in force during any command.
     if (broker_->QuotaGeneration() != quota_generation) all_teams = true;
     ledger::JournalRecord rec;
     rec.seq = ++seq_;
     rec.at_ms = now;
-    rec.kind = KindOf(p.command);
-    rec.payload = p.command.SerializeAsString();
+    rec.kind = KindOf(command);
+    rec.payload = command.SerializeAsString();
     rec.checksum = ledger::Checksum(rec.payload);
     out.journal.push_back(std::move(rec));
-    if (ChangesConfig(p.command)) all_teams = true;
+    if (ChangesConfig(command)) all_teams = true;
     std::vector<std::string> ids;
-    CommandJobs(p.command, &ids);
+    CommandJobs(command, &ids);
     for (const auto& e : events) ids.push_back(e.job);
     for (auto& id : ids) {
       if (!id.empty() && seen.insert(id).second) touched.push_back(id);
     }
-    results.push_back(std::move(events));
+    applied_events.push_back(events);
+    return events;
+  };
+  for (size_t i = 0; i < batch.size(); ++i) {
+    const v1::Command& command = batch[i].command;
+    if (batch[i].dry_run) {
+      results[i] = DryRunEvents(command, now);
+      continue;
+    }
+    // A submit that changes nothing is answered without being journalled:
+    // rejects cannot grow the ledger, and replay sees exactly the commands
+    // that changed state.
+    if (command.has_submit()) {
+      if (auto answer = broker_->SubmitWithoutEffect(command.submit(), now)) {
+        results[i] = *std::move(answer);
+        continue;
+      }
+    }
+    results[i] = apply(command);
   }
-  for (const auto& events : results) {
+  // Time-driven work is due and nothing above ran it (an idle loop, or a
+  // batch of commands without effect): a tick, journalled like any command.
+  if (TickDue(now) && out.journal.empty()) {
+    v1::Command tick;
+    tick.mutable_tick();
+    apply(tick);
+  }
+  if (out.journal.empty()) {
+    // Nothing changed: answer from the model readers already have.
+    std::lock_guard<std::mutex> lock(answers_mu_);
+    for (size_t i = 0; i < batch.size(); ++i) {
+      if (batch[i].done) answers_.push_back({std::move(batch[i].done), Applied{std::move(results[i]), before}});
+    }
+    answers_cv_.notify_one();
+    return;
+  }
+  if (out.journal.back().kind == "tick") last_tick_ = now;
+  for (const auto& events : applied_events) {
     for (const auto& e : events) {
       if (!e.job.empty()) last_event[e.job] = &e;
     }
@@ -355,7 +423,10 @@ void CoreLoop::ApplyBatch(std::vector<Pending> batch) {
     for (size_t i = 0; i < batch.size(); ++i) {
       if (batch[i].done) answers_.push_back({std::move(batch[i].done), Applied{std::move(results[i]), model}});
     }
-    answers_hook_pending_ = true;
+    if (!touched.empty()) {
+      answers_hook_pending_ = true;
+      answers_change_.jobs.insert(answers_change_.jobs.end(), touched.begin(), touched.end());
+    }
     answers_cv_.notify_one();
   }
 }

@@ -5,6 +5,12 @@
 // readers, and only then hands the answers to a responder thread, which calls
 // each caller's `done` (so replies never hold up the next batch).
 //
+// Bounds against hostile or runaway clients (docs/limits.md): Submit refuses
+// a command past its size limit (INVALID_ARGUMENT) or when the queue is full
+// (RESOURCE_EXHAUSTED), and drops unknown protobuf fields before anything is
+// journalled. A submit that changes nothing (rejected, a conflicting or an
+// identical resubmit) is answered from the core without being journalled.
+//
 // Threading: Submit, Published and Stop are thread-safe; the core and the
 // Store are touched only by the loop's own thread; `done` callbacks and the
 // publish hook run on the responder thread.
@@ -39,6 +45,12 @@ struct Applied {
 };
 using Done = std::function<void(absl::StatusOr<Applied>)>;
 
+// What a published batch changed, for the streams that follow the model:
+// the jobs whose published JobInfo may differ from the previous model's.
+struct PublishedChange {
+  std::vector<std::string> jobs;
+};
+
 struct CoreLoopOptions {
   int64_t snapshot_every = 10000;   // journal entries between snapshots.
   int64_t max_batch = 1024;         // commands per group commit.
@@ -46,6 +58,15 @@ struct CoreLoopOptions {
   // After a failed commit, writes are refused at once for this long; then
   // the next batch (or a tick) tries the ledger again.
   int64_t retry_commit_after_ms = 1000;
+  // Commands waiting for the writer; past it Submit answers
+  // RESOURCE_EXHAUSTED at once instead of queueing unbounded latency.
+  int64_t max_queued = 10000;
+  // Serialized size of one command (submit, finish, checkpoint, ack_resize,
+  // vacate): a job spec is small.
+  int64_t max_command_bytes = 64 * 1024;
+  // Serialized size of a config-sized command (apply_config, set_quota,
+  // set_capacity, adopt from an agent's view).
+  int64_t max_config_bytes = 4 * 1024 * 1024;
 };
 
 class CoreLoop {
@@ -66,7 +87,8 @@ class CoreLoop {
   // command changes nothing: the core is reloaded from the ledger, writes are
   // refused until a retry commits (CoreLoopOptions::retry_commit_after_ms),
   // reads keep the last acknowledged state. After Stop() began, `done` gets
-  // UNAVAILABLE at once.
+  // UNAVAILABLE at once; past the size limit INVALID_ARGUMENT and with the
+  // queue full RESOURCE_EXHAUSTED, at once on the caller's thread.
   void Submit(v1::Command command, Done done);
   // Like Submit, but the command is applied to a copy of the core (restored
   // from its snapshot, so O(state)) and neither journalled nor kept: `done`
@@ -76,9 +98,10 @@ class CoreLoop {
   void Stop();
 
   std::shared_ptr<const ReadModel> Published() const;
-  // Runs on the responder thread after each batch's answers (e.g. to wake
-  // WaitAdmission streams). Set before Start().
-  void SetPublishHook(std::function<void()> hook) { publish_hook_ = std::move(hook); }
+  // Runs on the responder thread after the answers of batches that changed
+  // some job (e.g. to wake the WaitAdmission streams of those jobs); batches
+  // that the responder could not keep up with arrive merged. Set before Start().
+  void SetPublishHook(std::function<void(const PublishedChange&)> hook) { publish_hook_ = std::move(hook); }
   // OK while commits succeed; the failed commit's error while writes are
   // refused.
   absl::Status LedgerHealth() const;
@@ -87,6 +110,8 @@ class CoreLoop {
   void SetHealthHook(std::function<void(const absl::Status&)> hook) { health_hook_ = std::move(hook); }
   ledger::Store& store_for_tests() { return *store_; }
   int64_t last_seq() const { return seq_; }
+  const CoreLoopOptions& options() const { return options_; }
+  int64_t queued_for_tests() const;
 
  private:
   struct Pending {
@@ -97,6 +122,9 @@ class CoreLoop {
   CoreLoop(std::unique_ptr<core::Broker> broker, std::unique_ptr<ledger::Store> store, Clock* clock,
            CoreLoopOptions options, int64_t seq);
   void Run();
+  // Answers a command too large for its kind; OK when it fits.
+  absl::Status CheckSize(const v1::Command& command) const;
+  bool TickDue(core::Time now) const;
   void ApplyBatch(std::vector<Pending> batch);
   // The commit-failure path: answers the batch UNAVAILABLE, keeps its usage
   // rows for the next commit, reloads the core from the ledger.
@@ -122,9 +150,10 @@ class CoreLoop {
   int64_t seq_;
   int64_t last_snapshot_seq_ = 0;
   core::Time last_accounting_ = 0;
+  core::Time last_tick_ = 0;
   ledger::Accountant accountant_;
   std::vector<std::string> accounting_problems_;  // the latest reported
-  std::function<void()> publish_hook_;
+  std::function<void(const PublishedChange&)> publish_hook_;
   std::function<void(const absl::Status&)> health_hook_;
   // Loop thread only: the core holds a batch the ledger refused; when to
   // try the ledger again; usage rows of refused batches, for the next commit.
@@ -148,6 +177,7 @@ class CoreLoop {
   std::condition_variable answers_cv_;
   std::deque<std::pair<Done, absl::StatusOr<Applied>>> answers_;  // guarded by answers_mu_
   bool answers_hook_pending_ = false;              // guarded by answers_mu_
+  PublishedChange answers_change_;                 // guarded by answers_mu_
   bool answers_done_ = false;                      // guarded by answers_mu_
   std::thread responder_;
 };

@@ -8,18 +8,26 @@
 
 namespace tidegate::service {
 
-// One WatchResizes stream. Kept alive by shared_ptrs until gRPC calls OnDone.
+// One WatchResizes stream. Kept alive by shared_ptrs until gRPC calls OnDone;
+// holds a stream slot until then.
 class ElasticServiceImpl::Watcher : public QueuedWriter<v1::ResizeRequest> {
  public:
   Watcher(ElasticServiceImpl* svc, std::string job) : svc_(svc), job_(std::move(job)) {}
 
-  void Start(std::shared_ptr<Watcher> self) {
+  void Start(std::shared_ptr<Watcher> self, std::unique_ptr<StreamLimiter::Slot> slot) {
     self_ = self;
+    slot_ = std::move(slot);
     {
       std::lock_guard<std::mutex> lock(svc_->mu_);
-      svc_->registry_.push_back(self);
+      svc_->registry_[job_].push_back(self);
     }
     Check();
+  }
+  // Ends the stream at once, before it was registered.
+  void Refuse(std::shared_ptr<Watcher> self, const grpc::Status& status) {
+    self_ = std::move(self);
+    std::lock_guard<std::recursive_mutex> lock(mu_);
+    Done(status);
   }
 
   // Sends the job's pending request if it is newer than the last one sent.
@@ -52,10 +60,16 @@ class ElasticServiceImpl::Watcher : public QueuedWriter<v1::ResizeRequest> {
     std::shared_ptr<Watcher> self;
     {
       std::lock_guard<std::mutex> lock(svc_->mu_);
-      auto& reg = svc_->registry_;
-      reg.erase(std::remove_if(reg.begin(), reg.end(), [&](const auto& w) { return w.get() == this; }), reg.end());
+      auto it = svc_->registry_.find(job_);
+      if (it != svc_->registry_.end()) {
+        auto& list = it->second;
+        list.erase(std::remove_if(list.begin(), list.end(), [&](const auto& w) { return w.get() == this; }),
+                   list.end());
+        if (list.empty()) svc_->registry_.erase(it);
+      }
       self = std::move(self_);
     }
+    slot_.reset();
   }
 
  private:
@@ -64,12 +78,17 @@ class ElasticServiceImpl::Watcher : public QueuedWriter<v1::ResizeRequest> {
   bool checked_ = false;
   int64_t last_epoch_ = 0;
   std::shared_ptr<Watcher> self_;
+  std::unique_ptr<StreamLimiter::Slot> slot_;
 };
 
 grpc::ServerWriteReactor<v1::ResizeRequest>* ElasticServiceImpl::WatchResizes(grpc::CallbackServerContext* ctx,
                                                                              const v1::WatchResizesRequest* req) {
-  auto watcher = std::make_shared<Watcher>(this, req->job());
-  watcher->Start(watcher);
+  grpc::Status refused = CheckStreamRequestSize(*req, *loop_, "WatchResizes");
+  std::unique_ptr<StreamLimiter::Slot> slot;
+  if (refused.ok() && streams_) refused = streams_->Acquire(ctx->peer(), "WatchResizes", &slot);
+  auto watcher = std::make_shared<Watcher>(this, refused.ok() ? req->job() : std::string());
+  if (refused.ok()) watcher->Start(watcher, std::move(slot));
+  else watcher->Refuse(watcher, refused);
   return watcher.get();
 }
 
@@ -119,11 +138,15 @@ grpc::ServerUnaryReactor* ElasticServiceImpl::AckResize(grpc::CallbackServerCont
   return reactor;
 }
 
-void ElasticServiceImpl::Notify() {
+void ElasticServiceImpl::Notify(const PublishedChange& change) {
   std::vector<std::shared_ptr<Watcher>> watchers;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    watchers = registry_;
+    if (registry_.empty()) return;
+    for (const auto& job : change.jobs) {
+      auto it = registry_.find(job);
+      if (it != registry_.end()) watchers.insert(watchers.end(), it->second.begin(), it->second.end());
+    }
   }
   for (auto& w : watchers) w->Check();
 }
@@ -132,7 +155,7 @@ void ElasticServiceImpl::CloseStreams() {
   std::vector<std::shared_ptr<Watcher>> watchers;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    watchers = registry_;
+    for (const auto& [job, list] : registry_) watchers.insert(watchers.end(), list.begin(), list.end());
   }
   for (auto& w : watchers) {
     w->Close(grpc::Status(grpc::StatusCode::UNAVAILABLE, "the broker is shutting down; reconnect"));

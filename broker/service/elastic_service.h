@@ -11,14 +11,17 @@
 #include <mutex>
 #include <vector>
 
+#include "absl/container/flat_hash_map.h"
 #include "broker/service/core_loop.h"
+#include "broker/service/stream_limits.h"
 #include "tidegate/v1/service.grpc.pb.h"
 
 namespace tidegate::service {
 
 class ElasticServiceImpl final : public v1::ElasticService::CallbackService {
  public:
-  explicit ElasticServiceImpl(CoreLoop* loop) : loop_(loop) {}
+  // `streams` (may be null: unbounded) bounds WatchResizes streams.
+  explicit ElasticServiceImpl(CoreLoop* loop, StreamLimiter* streams = nullptr) : loop_(loop), streams_(streams) {}
 
   // Streams the job's pending request at once (a reconnecting subscriber
   // catches up), then every new one, until the job ends. NOT_FOUND for an
@@ -30,16 +33,19 @@ class ElasticServiceImpl final : public v1::ElasticService::CallbackService {
   grpc::ServerUnaryReactor* AckResize(grpc::CallbackServerContext* ctx, const v1::AckResizeRequest* req,
                                       v1::AckResizeResponse* resp) override;
 
-  // Wakes the streams; the server calls it after every batch.
-  void Notify();
+  // Wakes the streams of the jobs a batch changed; the server calls it after
+  // every batch.
+  void Notify(const PublishedChange& change);
   // Ends every stream with UNAVAILABLE (shutdown: clients reconnect).
   void CloseStreams();
 
  private:
   class Watcher;
   CoreLoop* loop_;
+  StreamLimiter* streams_;
   std::mutex mu_;
-  std::vector<std::shared_ptr<Watcher>> registry_;  // guarded by mu_
+  // Open streams by job, so a batch wakes only the streams of its jobs.
+  absl::flat_hash_map<std::string, std::vector<std::shared_ptr<Watcher>>> registry_;  // guarded by mu_
 };
 
 }  // namespace tidegate::service

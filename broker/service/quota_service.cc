@@ -6,6 +6,7 @@
 #include "api/yaml_loader.h"
 #include "broker/core/config.h"
 #include "broker/service/config_diff.h"
+#include "broker/service/pagination.h"
 #include "broker/service/services.h"
 #include "google/protobuf/util/message_differencer.h"
 
@@ -55,6 +56,12 @@ grpc::ServerUnaryReactor* QuotaServiceImpl::ListLoans(grpc::CallbackServerContex
                                  absl::StrCat("since_ms: ", req->since_ms(), " must be >= 0")));
     return reactor;
   }
+  const std::string query = absl::StrCat("loans/", req->since_ms(), "/", req->team());
+  auto page = ParsePage(req->page_size(), req->page_token(), query);
+  if (!page.ok()) {
+    reactor->Finish(ToGrpc(page.status()));
+    return reactor;
+  }
   absl::StatusOr<std::vector<ledger::LoanRow>> rows;
   {
     std::lock_guard<std::mutex> lock(reader_mu_);
@@ -64,7 +71,19 @@ grpc::ServerUnaryReactor* QuotaServiceImpl::ListLoans(grpc::CallbackServerContex
     reactor->Finish(ToGrpc(rows.status()));
     return reactor;
   }
+  // Rows come ordered by (day, borrower, lender, resource); joined with NUL,
+  // which no name holds, the key orders the same way.
+  auto key = [](const ledger::LoanRow& r) { return absl::StrCat(r.day, std::string(1, '\0'), r.borrower,
+                                                                  std::string(1, '\0'), r.lender,
+                                                                  std::string(1, '\0'), r.resource); };
+  const ledger::LoanRow* last = nullptr;
   for (const auto& row : *rows) {
+    if (!page->after.empty() && key(row) <= page->after) continue;
+    if (resp->loans_size() == page->size) {
+      resp->set_next_page_token(PageToken(query, key(*last)));
+      break;
+    }
+    last = &row;
     v1::Loan* loan = resp->add_loans();
     loan->set_borrower(row.borrower);
     loan->set_lender(row.lender);

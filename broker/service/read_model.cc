@@ -169,6 +169,29 @@ std::vector<std::shared_ptr<const v1::JobInfo>> ReadModel::Jobs(const std::strin
   return out;
 }
 
+std::vector<std::shared_ptr<const v1::JobInfo>> ReadModel::JobsAfter(const std::string& team, v1::JobState state,
+                                                                     const std::string& after, size_t limit) const {
+  std::vector<const std::shared_ptr<const v1::JobInfo>*> candidates;
+  for (const auto& shard : shards_) {
+    for (const auto& [id, job] : *shard) {
+      if (!team.empty() && job->team() != team) continue;
+      if (state != v1::JOB_STATE_UNSPECIFIED && job->state() != state) continue;
+      if (!after.empty() && id <= after) continue;
+      candidates.push_back(&job);
+    }
+  }
+  auto by_id = [](const auto* a, const auto* b) { return (*a)->job() < (*b)->job(); };
+  if (candidates.size() > limit) {
+    std::nth_element(candidates.begin(), candidates.begin() + limit, candidates.end(), by_id);
+    candidates.resize(limit);
+  }
+  std::sort(candidates.begin(), candidates.end(), by_id);
+  std::vector<std::shared_ptr<const v1::JobInfo>> out;
+  out.reserve(candidates.size());
+  for (const auto* job : candidates) out.push_back(*job);
+  return out;
+}
+
 int64_t ReadModel::QueuePosition(const v1::JobInfo& job) const {
   if (job.state() != v1::JOB_STATE_QUEUED) return 0;
   auto before = [](const v1::JobInfo& a, const v1::JobInfo& b) {

@@ -39,6 +39,10 @@ class ReadModel {
   const v1::JobInfo* FindJob(const std::string& id) const;
   // Jobs of `team` (empty = all) in `state` (UNSPECIFIED = any), by id.
   std::vector<std::shared_ptr<const v1::JobInfo>> Jobs(const std::string& team, v1::JobState state) const;
+  // A page of Jobs(team, state): the first `limit` whose id is greater than
+  // `after`, by id. One pass over the jobs, sorting only the page.
+  std::vector<std::shared_ptr<const v1::JobInfo>> JobsAfter(const std::string& team, v1::JobState state,
+                                                            const std::string& after, size_t limit) const;
   // 1-based position of a queued job in its team's queue (priority, then
   // created_at, then id); 0 when it is not queued.
   int64_t QueuePosition(const v1::JobInfo& job) const;

@@ -3,6 +3,7 @@
 #include <pthread.h>
 #include <signal.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <iostream>
@@ -27,13 +28,6 @@ namespace tidegate::service {
 int RunServer(const ServerOptions& options) {
   // Logs go to stderr; stdout carries only the "listening on" line.
   spdlog::set_default_logger(spdlog::stderr_color_mt("tidegated"));
-  // Signals are taken by sigwait() below; block them before any thread starts.
-  sigset_t signals;
-  sigemptyset(&signals);
-  sigaddset(&signals, SIGTERM);
-  sigaddset(&signals, SIGINT);
-  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
-
   v1::Config config;
   if (auto s = api::LoadYamlFile(options.config_path, &config); !s.ok()) {
     std::cerr << "tidegated: " << s.message() << "\n";
@@ -45,6 +39,13 @@ int RunServer(const ServerOptions& options) {
     return 2;
   }
   for (const auto& w : compiled->warnings) spdlog::warn("config: {}", w);
+  // Signals are taken by sigwait() below; block them before any thread
+  // starts, and only now: while the config is read, SIGTERM still ends us.
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGTERM);
+  sigaddset(&signals, SIGINT);
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
 
   // One broker per ledger file, whatever path names it (ledger/ledger_lock.h).
   // Held until RunServer returns, after every connection to the file closed.
@@ -77,6 +78,9 @@ int RunServer(const ServerOptions& options) {
   RealClock clock;
   CoreLoopOptions loop_options;
   loop_options.snapshot_every = options.snapshot_every;
+  loop_options.max_queued = options.max_queued_commands;
+  loop_options.max_command_bytes = options.max_request_bytes;
+  loop_options.max_config_bytes = options.max_config_bytes;
   const auto started = std::chrono::steady_clock::now();
   auto loop = CoreLoop::Open(config, *std::move(store), &clock, loop_options);
   if (!loop.ok()) {
@@ -101,17 +105,18 @@ int RunServer(const ServerOptions& options) {
     std::cerr << "tidegated: " << forecast_reader.status().message() << "\n";
     return 1;
   }
-  AdmissionServiceImpl admission(loop->get());
+  StreamLimiter streams(StreamLimits{options.max_streams, options.max_streams_per_peer});
+  AdmissionServiceImpl admission(loop->get(), &streams);
   QuotaServiceImpl quota(loop->get(), *std::move(reader));
   quota.SetStartupConfigFile(options.config_path);
   ForecastServiceImpl forecast(loop->get(), *std::move(forecast_reader), &clock);
   DiagnosticsServiceImpl diagnostics(loop->get());
-  AgentServiceImpl agents(loop->get());
-  ElasticServiceImpl elastic(loop->get());
-  (*loop)->SetPublishHook([&admission, &agents, &elastic] {
-    admission.Notify();
+  AgentServiceImpl agents(loop->get(), &streams);
+  ElasticServiceImpl elastic(loop->get(), &streams);
+  (*loop)->SetPublishHook([&admission, &agents, &elastic](const PublishedChange& change) {
+    admission.Notify(change);
     agents.Notify();
-    elastic.Notify();
+    elastic.Notify(change);
   });
   // gRPC health follows the ledger: NOT_SERVING while commits fail (reads
   // are still served), SERVING again once one succeeds.
@@ -133,6 +138,9 @@ int RunServer(const ServerOptions& options) {
   grpc::ServerBuilder builder;
   // Refuse a port another process already serves (gRPC allows SO_REUSEPORT).
   builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
+  // The largest message of any method; each method's own bound is smaller
+  // (CoreLoopOptions::max_command_bytes).
+  builder.SetMaxReceiveMessageSize(static_cast<int>(std::min<int64_t>(options.max_config_bytes, INT32_MAX)));
   int port = 0;
   builder.AddListeningPort(options.listen, grpc::InsecureServerCredentials(), &port);
   builder.RegisterService(&admission);

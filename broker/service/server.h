@@ -19,6 +19,12 @@ struct ServerOptions {
   std::string listen = "127.0.0.1:50051";
   bool sync_full = true;                // --sync full|normal
   int64_t snapshot_every = 10000;       // journal entries between snapshots
+  // Limits against hostile or runaway clients (docs/limits.md).
+  int64_t max_queued_commands = 10000;      // --max-queued-commands
+  int64_t max_request_bytes = 64 * 1024;    // --max-request-bytes
+  int64_t max_config_bytes = 4 << 20;       // --max-config-bytes
+  int64_t max_streams = 8192;               // --max-streams
+  int64_t max_streams_per_peer = 1024;      // --max-streams-per-peer
 };
 
 // Exit codes: 0 after a clean shutdown, 2 bad config or flags, 1 when the

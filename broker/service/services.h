@@ -13,16 +13,22 @@
 #include <vector>
 
 #include "broker/service/core_loop.h"
+#include "broker/service/stream_limits.h"
+#include "absl/container/flat_hash_map.h"
 #include "ledger/store.h"
 #include "tidegate/v1/service.grpc.pb.h"
 
 namespace tidegate::service {
 
 grpc::Status ToGrpc(const absl::Status& status);
+// INVALID_ARGUMENT when a stream's opening request is larger than a command
+// may be (--max-request-bytes): the stream would hold it while it is open.
+grpc::Status CheckStreamRequestSize(const google::protobuf::Message& request, const CoreLoop& loop, const char* what);
 
 class AdmissionServiceImpl final : public v1::AdmissionService::CallbackService {
  public:
-  explicit AdmissionServiceImpl(CoreLoop* loop) : loop_(loop) {}
+  // `streams` (may be null: unbounded) bounds WaitAdmission streams.
+  explicit AdmissionServiceImpl(CoreLoop* loop, StreamLimiter* streams = nullptr) : loop_(loop), streams_(streams) {}
 
   grpc::ServerUnaryReactor* Admit(grpc::CallbackServerContext* ctx, const v1::AdmitRequest* req,
                                   v1::AdmitResponse* resp) override;
@@ -38,18 +44,21 @@ class AdmissionServiceImpl final : public v1::AdmissionService::CallbackService 
   grpc::ServerUnaryReactor* GetJob(grpc::CallbackServerContext* ctx, const v1::GetJobRequest* req,
                                    v1::JobInfo* resp) override;
 
-  // Wakes WaitAdmission streams; the server calls it after every batch.
-  void Notify();
+  // Wakes the WaitAdmission streams of the jobs a batch changed; the server
+  // calls it after every batch.
+  void Notify(const PublishedChange& change);
   // Ends every WaitAdmission stream with UNAVAILABLE (shutdown: clients
   // reconnect to the next broker), so Shutdown need not wait for them.
   void CloseStreams();
 
  private:
   CoreLoop* loop_;
+  StreamLimiter* streams_;
   class Waiter;
   friend class Waiter;
   std::mutex mu_;
-  std::vector<std::shared_ptr<Waiter>> registry_;  // guarded by mu_
+  // Open streams by job, so a batch wakes only the streams of its jobs.
+  absl::flat_hash_map<std::string, std::vector<std::shared_ptr<Waiter>>> registry_;  // guarded by mu_
 };
 
 class QuotaServiceImpl final : public v1::QuotaService::CallbackService {
