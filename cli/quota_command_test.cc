@@ -108,7 +108,7 @@ TEST(QuotaJsonTest, OneUnitPerQuantityNamedInTheFieldAndNumbersAsNumbers) {
     loans { borrower: "ml" lender: "serving" resource: "gpu" day: "2024-05-01" hours: 12.499999999 })pb");
   EXPECT_EQ(LoansJson(loans),
             R"({"loans":[{"borrower":"ml","lender":"serving","resource":"gpu",)"
-            R"("day":"2024-05-01","hours":12.5}]})");
+            R"("day":"2024-05-01","hours":12.5}],"next_page_token":""})");
   auto teams = Parse<v1::ListTeamsResponse>(kTeams);
   teams.mutable_teams(0)->set_share(0.20000000000000001 + 1e-9);
   const std::string json = TeamsJson(teams);
