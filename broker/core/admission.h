@@ -17,12 +17,20 @@ namespace tidegate::core {
 // Validates a job spec against the config and builds the core's Job, with the
 // spec normalized (defaults filled in). INVALID_ARGUMENT naming the field and
 // the value. created_at defaults to `now`.
+// A time as reasons state it: "2026-01-05T18:27:00Z" (UTC).
+std::string ReasonTime(Time ms);
+
 absl::StatusOr<Job> ParseJobSpec(const CompiledConfig& config, const v1::JobSpec& spec, Time now);
 
 // Recomputes the tide schedule (next lead, next boundary) and the guards
 // from the state's base config and cursors: after Create, Restore or a
 // config change.
 void ResetTide(State& s);
+
+// The bounds every submitted or adopted spec must meet before it is parsed:
+// a printable id of bounded length, bounded labels, a real elastic range, a
+// positive demand. INVALID_ARGUMENT naming the field and the value.
+absl::Status CheckSubmitBounds(const v1::JobSpec& spec);
 
 class Admission {
  public:
@@ -69,7 +77,12 @@ class Admission {
   ResourceMask Contested(const Job& job) const;
   bool ExceedsMax(const Job& job) const;
   bool PassesGate(const Job& job, ResourceMask contested) const;
+  // Reasons (reasons.cc): what blocks the job, with numbers.
   std::string BindingReason(const Job& job, ResourceMask contested) const;
+  std::string ExceedsMaxReason(const Job& job) const;
+  std::string BehindHeadReason(const Job& head) const;
+  // Sets job.reason; a change is reported to readers (QuietlyChangedIds).
+  void SetReason(Job& job, std::string reason);
   void ChooseVictims(int j, const std::vector<Victim>& victims);
   // A draining job departs (grace over, or it ended). `ended` = it finished.
   void Leave(int v, bool ended);
@@ -77,6 +90,8 @@ class Admission {
   void ClassicalPass();
   void FairSharePass();
   bool TeamStuck(int team) const;
+  // Strict FIFO: the jobs from `it` on wait behind `head`; says so.
+  void MarkBehindHead(int head, std::set<QueueKey>::const_iterator it, std::set<QueueKey>::const_iterator end);
   bool TimerLive(const Timer& timer) const;
 
   // ---- elastic jobs (growth.cc): POLICY.md §4 Growth, DESIGN.md §5.
@@ -113,6 +128,13 @@ class Admission {
   bool FitsGuards(const Job& job, const std::vector<Quantity>& extra) const;
   // Compiles the quota in force at the state's now from base `source`.
   absl::StatusOr<CompiledConfig> CompileAt(const v1::Config& source, Time t) const;
+
+  // INVALID_ARGUMENT naming the resource when the job's largest demand could
+  // not be summed with the fleet's capacity and every other job's demand.
+  absl::Status CheckSummable(const Job& job) const;
+  // Keeps an ended job (or a rejected spec) for the retention window.
+  void RememberEnded(const Job& job, std::string reason);
+  void RememberRejected(const v1::JobSpec& spec, const absl::Status& why);
 
   void Emit(Event e);
   // A `reject` record for a job spec that failed validation; changes nothing.

@@ -44,8 +44,10 @@ absl::StatusOr<std::unique_ptr<Broker>> Broker::Create(const v1::Config& config,
 std::vector<Event> Broker::Apply(const v1::Command& command, Time now) {
   State& s = *state_;
   s.out().clear();
+  s.ClearQuietChanges();
   Admission adm(s);
   adm.RunDue(std::max(now, s.now()));
+  s.PruneEnded(s.now(), s.config().policy.ended_job_retention_s * kMillisPerSecond);
   switch (command.kind_case()) {
     case v1::Command::kSubmit: adm.Submit(command.submit()); break;
     case v1::Command::kAdopt: adm.Adopt(command.adopt()); break;
@@ -77,7 +79,24 @@ std::optional<Time> Broker::NextDeadline() const {
 std::optional<JobView> Broker::GetJob(std::string_view id) const {
   const State& s = *state_;
   const int j = s.FindJob(id);
-  if (j < 0) return std::nullopt;
+  if (j < 0) {
+    const EndedJob* e = s.FindEnded(id);
+    if (!e) return std::nullopt;
+    JobView v;
+    v.id = std::string(id);
+    v.team = e->team;
+    v.cluster = e->cluster;
+    v.state = e->state;
+    v.replicas = e->replicas;
+    v.priority = e->spec.priority();
+    v.created_at = e->created_at;
+    v.last_admitted_at = e->last_admitted_at;
+    v.ended_at = e->ended_at;
+    v.demand = e->demand;
+    v.reason = e->reason;
+    v.spec = e->spec;
+    return v;
+  }
   const Job& job = s.job(j);
   JobView v;
   v.id = job.id;
@@ -90,6 +109,7 @@ std::optional<JobView> Broker::GetJob(std::string_view id) const {
   v.priority = job.priority;
   v.created_at = job.created_at;
   v.admitted_at = job.admitted_at;
+  v.last_admitted_at = job.last_admitted_at;
   v.borrowing = job.borrowing;
   v.demand = s.Named(job.demand, job.requested);
   v.reason = job.reason;
@@ -156,6 +176,15 @@ std::vector<JobView> Broker::ListJobs() const {
   for (const auto& id : ids) out.push_back(*GetJob(id));
   return out;
 }
+
+std::vector<JobView> Broker::ListEndedJobs() const {
+  std::vector<JobView> out;
+  out.reserve(state_->ended().size());
+  for (const auto& [id, e] : state_->ended()) out.push_back(*GetJob(id));
+  return out;
+}
+
+const std::vector<std::string>& Broker::QuietlyChangedIds() const { return state_->quiet_changes(); }
 
 std::vector<std::string> Broker::ClusterNames() const {
   std::vector<std::string> names;

@@ -19,6 +19,7 @@ namespace tidegate::core {
 
 inline constexpr int kRootNode = 0;  // the implicit fleet root.
 inline constexpr int kMaxResources = 64;
+inline constexpr int64_t kDefaultEndedJobRetentionS = 7 * 24 * 3600;
 
 struct ClusterConfig {
   std::string name;
@@ -63,6 +64,8 @@ struct PolicyOptions {
   int64_t requeue_backoff_s = 60;
   int64_t resize_timeout_s = 60;  // a grow not acked by then is withdrawn.
   int64_t sim_ack_delay_s = 0;    // simulator: frameworks ack resizes after this.
+  // Ended and rejected jobs stay known this long after they end.
+  int64_t ended_job_retention_s = kDefaultEndedJobRetentionS;
   // fair_sharing_strategies: the first is always
   // less_than_or_equal_to_final_share unless only less_than_initial_share is
   // given; a second one is always less_than_initial_share.

@@ -419,7 +419,7 @@ class Checker {
           }
         }
       }
-      if (e.type == EventType::kQueue && !e.requeued && e.reason == "exceeds_max" && !ExceedsMax(specs_.at(e.job))) {
+      if (e.type == EventType::kQueue && !e.requeued && e.reason.rfind("exceeds_max", 0) == 0 && !ExceedsMax(specs_.at(e.job))) {
         return absl::StrCat("exceeds_max: ", e.job, " is queued as exceeds_max but fits under the config");
       }
       if (trailing != SIZE_MAX && i >= trailing && !queue_checked && e.type == EventType::kResize && e.reason == "grow") {
