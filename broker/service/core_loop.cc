@@ -231,6 +231,7 @@ void CoreLoop::ApplyBatch(std::vector<Pending> batch) {
   absl::flat_hash_set<std::string> seen;
   bool all_teams = false;
   absl::flat_hash_map<std::string, const core::Event*> last_event;  // per job, for ended/rejected rows
+  std::vector<std::string> quiet;  // changed with no event (QuietlyChangedIds)
   for (Pending& p : batch) {
     const uint64_t quota_generation = broker_->QuotaGeneration();
     std::vector<core::Event> events = broker_->Apply(p.command, now);
@@ -247,6 +248,9 @@ void CoreLoop::ApplyBatch(std::vector<Pending> batch) {
     std::vector<std::string> ids;
     CommandJobs(p.command, &ids);
     for (const auto& e : events) ids.push_back(e.job);
+    // Re-read for readers, but no query-table row: a recomputed reason is
+    // not a state change, and rows for every waiting job would swamp the ledger.
+    for (const auto& id : broker_->QuietlyChangedIds()) quiet.push_back(id);
     for (auto& id : ids) {
       if (!id.empty() && seen.insert(id).second) touched.push_back(id);
     }
@@ -260,7 +264,10 @@ void CoreLoop::ApplyBatch(std::vector<Pending> batch) {
   // Query table rows for every job the batch touched.
   for (const auto& id : touched) {
     ledger::JobRow row;
-    if (auto view = broker_->GetJob(id)) {
+    auto view = broker_->GetJob(id);
+    // A retained ended job keeps the row written when it ended.
+    if (view && (view->state == v1::JOB_STATE_ENDED || view->state == v1::JOB_STATE_REJECTED)) view.reset();
+    if (view) {
       row.job = id;
       row.team = view->team;
       row.cluster = view->cluster;
@@ -303,6 +310,9 @@ void CoreLoop::ApplyBatch(std::vector<Pending> batch) {
     // was acknowledged.
     spdlog::critical("ledger: commit failed, stopping to recover from the ledger: {}", s.ToString());
     std::abort();
+  }
+  for (auto& id : quiet) {
+    if (seen.insert(id).second) touched.push_back(std::move(id));
   }
   auto model = ReadModel::Update(*before, *broker_, seq_, touched, all_teams);
   {

@@ -50,6 +50,7 @@ class AdmissionServiceImpl final : public v1::AdmissionService::CallbackService 
   friend class Waiter;
   std::mutex mu_;
   std::vector<std::shared_ptr<Waiter>> registry_;  // guarded by mu_
+  bool closing_ = false;  // CloseStreams ran: new streams end UNAVAILABLE at once. Guarded by mu_.
 };
 
 class QuotaServiceImpl final : public v1::QuotaService::CallbackService {
