@@ -272,7 +272,7 @@ TEST_F(JobsE2eTest, AdmitWaitReconnectsWhenTheBrokerStopsInsteadOfFailingCancell
   {
     grpc::ClientContext ctx;
     v1::AdmitRequest req;
-    *req.mutable_job() = Job("fill", "serving", 16);
+    *req.mutable_job() = Job("fill", "research", 12);  // research at its 8 + 4 borrow limit: w1 queues.
     v1::AdmitResponse resp;
     ASSERT_TRUE(stub->Admit(&ctx, req, &resp).ok());
   }

@@ -475,8 +475,14 @@ class Checker {
       info.min = s.elastic().min();
       info.max = s.elastic().max();
     }
+    // elastic {0, 0} is no range: refused, not read as a rigid job.
+    if (s.has_elastic() && !info.elastic) return std::nullopt;
     const int64_t replicas = info.elastic ? info.min : s.has_replicas() ? s.replicas() : 1;
     if (replicas <= 0 || s.per_replica().empty()) return std::nullopt;
+    // REJECTED covers non-positive demand (DESIGN.md §3): some quantity > 0.
+    if (std::none_of(s.per_replica().begin(), s.per_replica().end(), [](const auto& kv) { return kv.second > 0; })) {
+      return std::nullopt;
+    }
     for (const auto& [r, q] : s.per_replica()) {
       if (q < 0 || std::find(model_.resources.begin(), model_.resources.end(), r) == model_.resources.end()) {
         return std::nullopt;
