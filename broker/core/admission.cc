@@ -136,7 +136,7 @@ absl::StatusOr<Job> ParseJobSpec(const CompiledConfig& c, const v1::JobSpec& in,
   return job;
 }
 
-absl::Status CheckSubmitBounds(const v1::JobSpec& in) {
+absl::Status CheckSubmitBounds(const v1::JobSpec& in, bool adopt) {
   if (auto st = ValidateName("job", in.job()); !st.ok()) return st;
   if (auto st = ValidateLabels("labels", in.labels()); !st.ok()) return st;
   if (in.has_elastic() && in.elastic().min() == 0 && in.elastic().max() == 0) {
@@ -148,7 +148,8 @@ absl::Status CheckSubmitBounds(const v1::JobSpec& in) {
     positive |= q > 0;
     negative |= q < 0;  // ParseJobSpec names it.
   }
-  if (!in.per_replica().empty() && !positive && !negative) {
+  // adopt records what already runs, without quota checks (DESIGN.md §9).
+  if (!adopt && !in.per_replica().empty() && !positive && !negative) {
     return absl::InvalidArgumentError(
         "per_replica: every quantity is 0; a job must ask for a positive amount of some resource");
   }
@@ -211,7 +212,7 @@ void Admission::RememberRejected(const v1::JobSpec& spec, const absl::Status& wh
 void Admission::Submit(const v1::JobSpec& spec) {
   absl::StatusOr<Job> parsed = absl::InvalidArgumentError("draining: only adopt may record a job that is already draining");
   if (!spec.draining()) {
-    const absl::Status bounds = CheckSubmitBounds(spec);
+    const absl::Status bounds = CheckSubmitBounds(spec, /*adopt=*/false);
     parsed = bounds.ok() ? ParseJobSpec(s_.config(), spec, s_.now()) : absl::StatusOr<Job>(bounds);
   }
   if (!parsed.ok()) {
@@ -247,7 +248,7 @@ void Admission::Submit(const v1::JobSpec& spec) {
 
 void Admission::Adopt(const v1::AdoptJobs& batch) {
   for (const v1::JobSpec& spec : batch.jobs()) {
-    const absl::Status bounds = CheckSubmitBounds(spec);
+    const absl::Status bounds = CheckSubmitBounds(spec, /*adopt=*/true);
     auto parsed = bounds.ok() ? ParseJobSpec(s_.config(), spec, s_.now()) : absl::StatusOr<Job>(bounds);
     if (parsed.ok()) {
       if (absl::Status sum = CheckSummable(*parsed); !sum.ok()) parsed = sum;

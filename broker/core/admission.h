@@ -29,8 +29,9 @@ void ResetTide(State& s);
 
 // The bounds every submitted or adopted spec must meet before it is parsed:
 // a printable id of bounded length, bounded labels, a real elastic range, a
-// positive demand. INVALID_ARGUMENT naming the field and the value.
-absl::Status CheckSubmitBounds(const v1::JobSpec& spec);
+// positive demand (not for `adopt`, which records what already runs).
+// INVALID_ARGUMENT naming the field and the value.
+absl::Status CheckSubmitBounds(const v1::JobSpec& spec, bool adopt);
 
 class Admission {
  public:

@@ -242,7 +242,7 @@ INSTANTIATE_TEST_SUITE_P(
         BadSpec{"IdTooLong", "job: '" + kLongId + "' team: 'a' per_replica { key: 'gpu' value: 1 }",
                 "job: '" + std::string(64, 'x') + "'... (254 bytes) is 254 bytes; at most 253"},
         BadSpec{"IdWithNewline", "job: 'a\\nb' team: 'a' per_replica { key: 'gpu' value: 1 }",
-                "job: 'a\\nb' may hold only letters, digits and . : / - (found '\\n')"},
+                "job: 'a\\nb' may hold only letters, digits and . _ : / - (found '\\n')"},
         BadSpec{"IdWithRightToLeftMark", "job: 'a\\342\\200\\217b' team: 'a' per_replica { key: 'gpu' value: 1 }",
                 "job: 'a\\342\\200\\217b' may hold only"},
         BadSpec{"TooManyLabels",

@@ -9,7 +9,7 @@ namespace {
 
 bool NameChar(char c) {
   return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' || c == ':' ||
-         c == '/' || c == '-';
+         c == '/' || c == '-' || c == '_';
 }
 
 }  // namespace
@@ -32,7 +32,7 @@ absl::Status ValidateName(std::string_view field_in, std::string_view value) {
   for (char c : value) {
     if (!NameChar(c)) {
       return absl::InvalidArgumentError(absl::StrCat(field, ": ", QuoteForError(value),
-                                                     " may hold only letters, digits and . : / - (found ",
+                                                     " may hold only letters, digits and . _ : / - (found ",
                                                      QuoteForError(std::string_view(&c, 1)), ")"));
     }
   }

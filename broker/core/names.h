@@ -2,7 +2,7 @@
 // cluster names, labels. They end up in every table, log line and ledger row,
 // so they are short and printable: at most 253 bytes of [A-Za-z0-9._:/-]
 // (Kubernetes object names, plus ':' and '/' for ids like "slurm:42" and
-// "k8s:ns/name").
+// "k8s:ns/name", and '_', which Kueue-migrated scenarios and batch systems use).
 #ifndef TIDEGATE_BROKER_CORE_NAMES_H_
 #define TIDEGATE_BROKER_CORE_NAMES_H_
 

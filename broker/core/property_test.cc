@@ -479,8 +479,9 @@ class Checker {
     if (s.has_elastic() && !info.elastic) return std::nullopt;
     const int64_t replicas = info.elastic ? info.min : s.has_replicas() ? s.replicas() : 1;
     if (replicas <= 0 || s.per_replica().empty()) return std::nullopt;
-    // REJECTED covers non-positive demand (DESIGN.md §3): some quantity > 0.
-    if (std::none_of(s.per_replica().begin(), s.per_replica().end(), [](const auto& kv) { return kv.second > 0; })) {
+    // REJECTED covers non-positive demand (DESIGN.md §3): some quantity > 0
+    // (adopt records what already runs, without that check).
+    if (!adopt && std::none_of(s.per_replica().begin(), s.per_replica().end(), [](const auto& kv) { return kv.second > 0; })) {
       return std::nullopt;
     }
     for (const auto& [r, q] : s.per_replica()) {
