@@ -99,7 +99,7 @@ TEST(BrokerCommandsTest, BadFlagsExitTwoBeforeAnyCall) {
   };
   const std::vector<Case> cases = {
       {{"admit", "--job", "j", "--team", "t", "--per-replica", "gpu=eight"},
-       "--per-replica 'gpu=eight': 'eight' is not a positive integer"},
+       "--per-replica 'gpu=eight': 'eight' is not a whole number >= 0"},
       {{"admit", "--job", "j", "--team", "t", "--per-replica", "gpu=8", "--replicas", "two"},
        "--replicas 'two'"},
       {{"admit", "--job", "j", "--team", "t"}, "--per-replica is required"},

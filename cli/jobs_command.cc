@@ -6,6 +6,7 @@
 
 #include "CLI/CLI.hpp"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_join.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
@@ -31,6 +32,12 @@ std::string Labels(const google::protobuf::Map<std::string, std::string>& labels
 }
 
 std::string YesNo(bool b) { return b ? "yes" : "no"; }
+
+// A queued job that cannot fit under today's config at all (POLICY.md §2
+// step 2): waiting does not help.
+bool ExceedsMax(const v1::JobInfo& job) {
+  return job.state() == v1::JOB_STATE_QUEUED && absl::StartsWith(job.reason(), "exceeds_max");
+}
 
 std::string Seconds(int64_t s) { return absl::StrCat(s, "s"); }
 
@@ -170,7 +177,12 @@ void PrintJobDetails(const v1::JobInfo& job, int64_t now_ms, std::ostream& out) 
       {"cluster", job.cluster().empty() ? "-" : job.cluster()},
       {"state", StateName(job.state())},
   };
-  if (job.state() == v1::JOB_STATE_QUEUED) {
+  const bool retained = job.state() == v1::JOB_STATE_ENDED || job.state() == v1::JOB_STATE_REJECTED;
+  if (retained) {
+    fields.emplace_back(job.state() == v1::JOB_STATE_ENDED ? "ended" : "rejected",
+                        job.ended_at_ms() > 0 ? TimeAndAge(job.ended_at_ms(), now_ms) : "-");
+    fields.emplace_back(job.state() == v1::JOB_STATE_ENDED ? "how" : "why", job.reason().empty() ? "-" : job.reason());
+  } else if (job.state() == v1::JOB_STATE_QUEUED) {
     fields.emplace_back("waits for", job.reason().empty() ? "-" : job.reason());
     fields.emplace_back("queue position",
                         job.queue_position() > 0
@@ -181,6 +193,15 @@ void PrintJobDetails(const v1::JobInfo& job, int64_t now_ms, std::ostream& out) 
   }
   fields.emplace_back("borrowing", YesNo(job.borrowing()));
   fields.emplace_back("replicas", absl::StrCat(job.replicas()));
+  if (job.has_resize()) {
+    // A resize request the framework has not acked yet: its size now and the
+    // size asked for.
+    const v1::ResizeRequest& r = job.resize();
+    fields.emplace_back("resize pending",
+                        absl::StrCat("epoch ", r.epoch(), ": ", r.current_replicas(), " -> ", r.target_replicas(),
+                                     " replicas (", r.reason().empty() ? "-" : r.reason(), "), ack by ",
+                                     r.deadline_ms() > 0 ? FormatTime(r.deadline_ms()) : "-"));
+  }
   fields.emplace_back("per replica", FormatQuantities(spec.per_replica()));
   fields.emplace_back("demand", FormatQuantities(job.demand()));
   fields.emplace_back("priority", absl::StrCat(job.priority()));
@@ -196,8 +217,14 @@ void PrintJobDetails(const v1::JobInfo& job, int64_t now_ms, std::ostream& out) 
   fields.emplace_back("requeue", YesNo(!spec.has_requeue() || spec.requeue()));
   fields.emplace_back("labels", Labels(spec.labels()));
   fields.emplace_back("created", TimeAndAge(job.created_at_ms(), now_ms));
-  fields.emplace_back("admitted",
-                      job.admitted_at_ms() > 0 ? TimeAndAge(job.admitted_at_ms(), now_ms) : "never");
+  if (job.admitted_at_ms() > 0) {
+    fields.emplace_back("admitted", TimeAndAge(job.admitted_at_ms(), now_ms));
+  } else {
+    // Requeued or ended: when it last held capacity, if ever.
+    fields.emplace_back("admitted", job.last_admitted_at_ms() > 0
+                                        ? absl::StrCat("last at ", TimeAndAge(job.last_admitted_at_ms(), now_ms))
+                                        : "never");
+  }
   PrintFields(fields, out);
 }
 
@@ -251,12 +278,24 @@ int WaitForAdmission(Client& client, const std::string& job, std::string last_li
         last_line = std::move(line);
       }
       out.flush();
+      if (ExceedsMax(response.job())) {
+        context.TryCancel();
+        reader->Finish();
+        watcher.Watch(nullptr);
+        err << "tidegate: " << job << " cannot be admitted under today's config; it stays queued until the "
+            << "config changes\n";
+        return kExitNotAdmitted;
+      }
     }
     const grpc::Status status = reader->Finish();
     watcher.Watch(nullptr);
     if (watcher.interrupted()) return interrupted();
     if (status.ok()) {
       if (last && last->state() == v1::JOB_STATE_ADMITTED) return kExitOk;
+      if (last && (last->state() == v1::JOB_STATE_ENDED || last->state() == v1::JOB_STATE_REJECTED)) {
+        err << "tidegate: " << job << " was not admitted: " << DescribeWaitState(*last) << "\n";
+        return kExitNotAdmitted;
+      }
       // The broker ends the stream on admission, or when the job is gone
       // (released, or ended) while it still waited.
       const bool gone = !last || last->state() == v1::JOB_STATE_QUEUED;
@@ -272,7 +311,9 @@ int WaitForAdmission(Client& client, const std::string& job, std::string last_li
           << (last ? DescribeWaitState(*last) : "queued") << "\n";
       return kExitNotAdmitted;
     }
-    if (status.error_code() == grpc::StatusCode::UNAVAILABLE) {
+    // CANCELLED that we did not ask for is a broker that went away mid-call
+    // (an older broker's shutdown): the same as UNAVAILABLE.
+    if (status.error_code() == grpc::StatusCode::UNAVAILABLE || status.error_code() == grpc::StatusCode::CANCELLED) {
       // The job is in the broker's ledger; wait for the broker to come back.
       if (!reconnecting) {
         err << DescribeRpcError(status, client.server()) << "; reconnecting\n";
@@ -329,11 +370,20 @@ int RunAdmit(const AdmitOptions& options, const ClientOptions& client_options, c
   switch (response.decision()) {
     case v1::DECISION_REJECTED:
       return kExitBadInput;
+    case v1::DECISION_ENDED:
+      return kExitNotAdmitted;  // a retry of finished work: nothing starts again.
     case v1::DECISION_ADMITTED:
     case v1::DECISION_ADMITTED_BORROWING:
       return kExitOk;
     default:
       if (!options.wait) return kExitOk;
+      if (ExceedsMax(response.job())) {
+        // Waiting cannot help: only a config change can make room for it.
+        *io.err << "tidegate: " << spec->job() << " cannot be admitted under today's config ("
+                << response.reason() << "); it stays queued until the config changes (`tidegate release "
+                << spec->job() << "` withdraws it)\n";
+        return kExitNotAdmitted;
+      }
       return WaitForAdmission(**client, spec->job(), line, wait_timeout_s, json, io);
   }
 }
@@ -403,8 +453,13 @@ int RunRelease(const JobsOptions& options, const ClientOptions& client_options, 
         if (options.output == "json") {
           *io.out << ToJson(r) << '\n';
         } else {
-          *io.out << options.job << ": released (was " << StateName(r.job().state()) << ", "
-                  << FormatQuantities(r.job().demand()) << ")\n";
+          if (r.job().state() == v1::JOB_STATE_ENDED || r.job().state() == v1::JOB_STATE_REJECTED) {
+            *io.out << options.job << ": already " << StateName(r.job().state()) << " ("
+                    << (r.job().reason().empty() ? "-" : r.job().reason()) << "); nothing to release\n";
+          } else {
+            *io.out << options.job << ": released (was " << StateName(r.job().state()) << ", "
+                    << FormatQuantities(r.job().demand()) << ")\n";
+          }
         }
       });
 }

@@ -105,8 +105,10 @@ absl::StatusOr<std::map<std::string, int64_t>> ParseQuantities(std::string_view 
                                   "' is not a resource name (letters, digits and ._/- only)"));
     }
     int64_t value = 0;
-    if (!ParseDigits(count, &value) || value <= 0) {
-      return Invalid(flag, text, absl::StrCat("'", count, "' is not a positive integer"));
+    // 0 is allowed here: the broker judges the whole demand (all zero is
+    // refused there, for the API and the CLI alike).
+    if (!ParseDigits(count, &value) || value < 0) {
+      return Invalid(flag, text, absl::StrCat("'", count, "' is not a whole number >= 0"));
     }
     if (!out.emplace(name, value).second) {
       return Invalid(flag, text, absl::StrCat(name, " is given twice"));

@@ -44,12 +44,11 @@ TEST(ParseQuantitiesTest, ErrorsNameTheFlagAndTheValue) {
     EXPECT_EQ(q.status().code(), absl::StatusCode::kInvalidArgument);
     return std::string(q.status().message());
   };
-  EXPECT_EQ(bad("gpu=eight"), "--per-replica 'gpu=eight': 'eight' is not a positive integer");
+  EXPECT_EQ(bad("gpu=eight"), "--per-replica 'gpu=eight': 'eight' is not a whole number >= 0");
   EXPECT_THAT(bad("gpu"), HasSubstr("'gpu' is not NAME=COUNT"));
-  EXPECT_THAT(bad("gpu=0"), HasSubstr("'0' is not a positive integer"));
-  EXPECT_THAT(bad("gpu=-1"), HasSubstr("'-1' is not a positive integer"));
-  EXPECT_THAT(bad("gpu=+1"), HasSubstr("'+1' is not a positive integer"));
-  EXPECT_THAT(bad("gpu=99999999999999999999"), HasSubstr("not a positive integer"));
+  EXPECT_THAT(bad("gpu=-1"), HasSubstr("'-1' is not a whole number >= 0"));
+  EXPECT_THAT(bad("gpu=+1"), HasSubstr("'+1' is not a whole number >= 0"));
+  EXPECT_THAT(bad("gpu=99999999999999999999"), HasSubstr("not a whole number >= 0"));
   EXPECT_THAT(bad("gpu=8,gpu=4"), HasSubstr("gpu is given twice"));
   EXPECT_THAT(bad("=8"), HasSubstr("'' is not a resource name"));
   EXPECT_THAT(bad("g pu=8"), HasSubstr("'g pu' is not a resource name"));

@@ -99,7 +99,7 @@ TEST(CrashTest, KillNineLosesNothingAcknowledgedAndLedgerVerifies) {
     stop = true;
     for (auto& t : clients) t.join();
 
-    // Restart: everything acknowledged is there; released jobs are gone.
+    // Restart: everything acknowledged is there; released jobs have ended.
     testing::ServerProcess again(config, db);
     ASSERT_TRUE(again.Start()) << again.Stderr();
     auto stub = v1::AdmissionService::NewStub(again.Channel());
@@ -117,8 +117,11 @@ TEST(CrashTest, KillNineLosesNothingAcknowledgedAndLedgerVerifies) {
       v1::GetJobRequest req;
       req.set_job(job);
       v1::JobInfo info;
-      EXPECT_EQ(stub->GetJob(&ctx, req, &info).error_code(), grpc::StatusCode::NOT_FOUND)
-          << "acknowledged release of " << job << " was lost";
+      // Released jobs stay known as ended for the retention window.
+      const grpc::Status s = stub->GetJob(&ctx, req, &info);
+      EXPECT_TRUE(s.ok() && info.state() == v1::JOB_STATE_ENDED)
+          << "acknowledged release of " << job << " was lost: " << s.error_message() << " "
+          << v1::JobState_Name(info.state());
     }
     // Unanswered releases: whichever way they went, record it for later rounds.
     for (const auto& job : std::set<std::string>(acked.uncertain)) {
@@ -126,7 +129,8 @@ TEST(CrashTest, KillNineLosesNothingAcknowledgedAndLedgerVerifies) {
       v1::GetJobRequest req;
       req.set_job(job);
       v1::JobInfo info;
-      (stub->GetJob(&ctx, req, &info).ok() ? acked.admitted : acked.released).insert(job);
+      const bool live = stub->GetJob(&ctx, req, &info).ok() && info.state() != v1::JOB_STATE_ENDED;
+      (live ? acked.admitted : acked.released).insert(job);
     }
     acked.uncertain.clear();
     // Nothing half-applied: each team's usage is the demand of its jobs

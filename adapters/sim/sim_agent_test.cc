@@ -147,7 +147,7 @@ TEST_F(SimAgentTest, RestartedAgentAdoptsJobsThatStartedWithoutTheBroker) {
   cluster_.Finish("sim:r1");
   StartAgent();
   EXPECT_TRUE(WaitFor([&] { return BrokerState("sim:outside") == v1::JOB_STATE_ADMITTED; }));
-  EXPECT_TRUE(WaitFor([&] { return BrokerState("sim:r1") == v1::JOB_STATE_UNSPECIFIED; }));  // finished
+  EXPECT_TRUE(WaitFor([&] { return BrokerState("sim:r1") == v1::JOB_STATE_ENDED; }));  // finished, known as ended
 }
 
 TEST_F(SimAgentTest, SchedulerOutageLosesNothing) {
@@ -174,7 +174,7 @@ TEST_F(SimAgentTest, BrokerRestartIsReconciledFromTheAgentsView) {
   StopAgent();
   StartAgent();
   EXPECT_TRUE(WaitFor([&] { return cluster_.PhaseOf("sim:r2") == JobPhase::kRunning; }));
-  EXPECT_TRUE(WaitFor([&] { return BrokerState("sim:r1") == v1::JOB_STATE_UNSPECIFIED; }));
+  EXPECT_TRUE(WaitFor([&] { return BrokerState("sim:r1") == v1::JOB_STATE_ENDED; }));
 }
 
 }  // namespace

@@ -6,6 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "broker/core/fair_share.h"
+#include "broker/core/names.h"
 #include "broker/core/tide.h"
 #include "google/protobuf/util/message_differencer.h"
 
@@ -26,6 +27,11 @@ Event RejectEvent(const v1::JobSpec& spec, const absl::Status& why, Time now) {
   return e;
 }
 
+std::string EndedDifferentSpecReason(const std::string& id, const EndedJob& ended, int64_t retention_s) {
+  return absl::StrCat("job '", id, "' already exists: it ended at ", ended.ended_at,
+                      " ms with a different spec, and its id stays taken for ", retention_s, " s after it ended");
+}
+
 std::string DifferentSpecReason(const std::string& id) {
   return absl::StrCat("job '", id, "' already exists with a different spec");
 }
@@ -34,6 +40,7 @@ absl::StatusOr<Job> ParseSubmit(const CompiledConfig& config, const v1::JobSpec&
   if (spec.draining()) {
     return absl::InvalidArgumentError("draining: only adopt may record a job that is already draining");
   }
+  if (absl::Status bounds = CheckSubmitBounds(spec, /*adopt=*/false); !bounds.ok()) return bounds;
   return ParseJobSpec(config, spec, now);
 }
 
@@ -110,12 +117,35 @@ absl::StatusOr<Job> ParseJobSpec(const CompiledConfig& c, const v1::JobSpec& in,
   if (!grace) return bad("grace_s: ", grace_s, " is out of range");
   job.grace_ms = *grace;
   job.requeue = in.has_requeue() ? in.requeue() : true;
+  // Seconds to milliseconds, checked: a wrapped time would reorder queues
+  // and lost work.
+  auto millis = [&](const char* field, int64_t seconds) -> absl::StatusOr<Time> {
+    if (seconds < 0) return bad(field, ": ", seconds, " must be >= 0");
+    auto ms = CheckedMul(seconds, kMillisPerSecond);
+    if (!ms) return bad(field, ": ", seconds, " is out of range (at most ", kInfinite / kMillisPerSecond, " s)");
+    return *ms;
+  };
   if (in.has_checkpoint_interval_s()) {
-    if (in.checkpoint_interval_s() < 0) return bad("checkpoint_interval_s: ", in.checkpoint_interval_s(), " must be >= 0");
-    job.checkpoint_interval_ms = in.checkpoint_interval_s() * kMillisPerSecond;
+    auto ms = millis("checkpoint_interval_s", in.checkpoint_interval_s());
+    if (!ms.ok()) return ms.status();
+    job.checkpoint_interval_ms = *ms;
   }
-  if (in.has_last_checkpoint_at()) job.last_checkpoint = in.last_checkpoint_at() * kMillisPerSecond;
-  job.created_at = in.has_created_at() ? in.created_at() * kMillisPerSecond : now;
+  if (in.has_last_checkpoint_at()) {
+    auto ms = millis("last_checkpoint_at", in.last_checkpoint_at());
+    if (!ms.ok()) return ms.status();
+    job.last_checkpoint = *ms;
+  }
+  if (in.has_created_at()) {
+    auto ms = millis("created_at", in.created_at());
+    if (!ms.ok()) return ms.status();
+    job.created_at = *ms;
+  } else {
+    job.created_at = now;
+  }
+  if (in.has_run_s()) {
+    auto ms = millis("run_s", in.run_s());
+    if (!ms.ok()) return ms.status();
+  }
 
   // The normalized spec: defaults filled in, so resubmissions compare equal.
   job.spec = in;
@@ -128,10 +158,84 @@ absl::StatusOr<Job> ParseJobSpec(const CompiledConfig& c, const v1::JobSpec& in,
   return job;
 }
 
+absl::Status CheckSubmitBounds(const v1::JobSpec& in, bool adopt) {
+  if (auto st = ValidateName("job", in.job()); !st.ok()) return st;
+  if (auto st = ValidateLabels("labels", in.labels()); !st.ok()) return st;
+  if (in.has_elastic() && in.elastic().min() == 0 && in.elastic().max() == 0) {
+    return absl::InvalidArgumentError(
+        "elastic: {min: 0, max: 0} is no range; omit elastic for a rigid job, or set 1 <= min <= max");
+  }
+  bool positive = false, negative = false;
+  for (const auto& [name, q] : in.per_replica()) {
+    positive |= q > 0;
+    negative |= q < 0;  // ParseJobSpec names it.
+  }
+  // adopt records what already runs, without quota checks (DESIGN.md §9).
+  if (!adopt && !in.per_replica().empty() && !positive && !negative) {
+    return absl::InvalidArgumentError(
+        "per_replica: every quantity is 0; a job must ask for a positive amount of some resource");
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Admission::CheckSummable(const Job& job) const {
+  const std::vector<Quantity> most = State::MaxDemand(job);
+  for (int r = 0; r < s_.R(); ++r) {
+    if (most[r] == 0) continue;
+    const Quantity capacity = s_.node(kRootNode).g[r];
+    const Quantity others = s_.known_demand(r);
+    auto total = CheckedAdd(capacity, others);
+    if (total) total = CheckedAdd(*total, most[r]);
+    if (!total || *total > State::kMaxSummable) {
+      const std::string& res = s_.config().resources[r];
+      return absl::InvalidArgumentError(absl::StrCat(
+          "per_replica.", res, ": ", job.per_replica[r], " x ", most[r] / std::max<Quantity>(1, job.per_replica[r]),
+          " replicas = ", most[r], " ", res, " cannot be counted with the fleet's ", capacity, " ", res,
+          " of capacity and ", others, " asked by other jobs (the sum must stay below ", State::kMaxSummable, ")"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+void Admission::RememberEnded(const Job& job, std::string reason) {
+  const Time retention = s_.config().policy.ended_job_retention_s * kMillisPerSecond;
+  if (retention <= 0) return;
+  EndedJob e;
+  e.spec = job.spec;
+  e.state = v1::JOB_STATE_ENDED;
+  e.team = s_.node(job.team).name;
+  e.cluster = s_.config().clusters[job.cluster].name;
+  e.created_at = job.created_at;
+  e.last_admitted_at = job.last_admitted_at;
+  e.ended_at = s_.now();
+  e.reason = std::move(reason);
+  e.replicas = job.replicas;
+  e.demand = s_.Named(job.demand, job.requested);
+  s_.RememberEnded(job.id, std::move(e));
+}
+
+void Admission::RememberRejected(const v1::JobSpec& spec, const absl::Status& why) {
+  const Time retention = s_.config().policy.ended_job_retention_s * kMillisPerSecond;
+  // Only a printable id is worth keeping, and a rejection never hides a job
+  // that exists or ended.
+  if (retention <= 0 || !ValidateName("job", spec.job()).ok() || s_.FindJob(spec.job()) >= 0) return;
+  if (const EndedJob* old = s_.FindEnded(spec.job()); old && old->state == v1::JOB_STATE_ENDED) return;
+  EndedJob e;
+  e.spec = spec;
+  e.state = v1::JOB_STATE_REJECTED;
+  e.team = spec.team();
+  e.cluster = spec.cluster();
+  e.created_at = s_.now();
+  e.ended_at = s_.now();
+  e.reason = std::string(why.message());
+  s_.RememberEnded(spec.job(), std::move(e));
+}
+
 void Admission::Submit(const v1::JobSpec& spec) {
   auto parsed = ParseSubmit(s_.config(), spec, s_.now());
   if (!parsed.ok()) {
     Reject(spec, parsed.status());
+    RememberRejected(spec, parsed.status());
     return;
   }
   const int existing = s_.FindJob(parsed->id);
@@ -140,6 +244,18 @@ void Admission::Submit(const v1::JobSpec& spec) {
       Error(parsed->id, DifferentSpecReason(parsed->id));
     }
     return;  // same id, same spec: idempotent.
+  }
+  if (const EndedJob* ended = s_.FindEnded(parsed->id); ended && ended->state == v1::JOB_STATE_ENDED) {
+    // A retried request never starts finished work again.
+    if (!google::protobuf::util::MessageDifferencer::Equals(ended->spec, parsed->spec)) {
+      Error(parsed->id, EndedDifferentSpecReason(parsed->id, *ended, s_.config().policy.ended_job_retention_s));
+    }
+    return;  // same spec: its final state stands.
+  }
+  if (absl::Status sum = CheckSummable(*parsed); !sum.ok()) {
+    Reject(spec, sum);
+    RememberRejected(spec, sum);
+    return;
   }
   const int j = s_.NewJob(*std::move(parsed));
   s_.Enqueue(j);
@@ -181,13 +297,21 @@ absl::StatusOr<Job> ParseAdopted(const CompiledConfig& c, const v1::JobSpec& in,
 
 void Admission::Adopt(const v1::AdoptJobs& batch) {
   for (const v1::JobSpec& spec : batch.jobs()) {
-    auto parsed = ParseAdopted(s_.config(), spec, s_.now());
+    const absl::Status bounds = CheckSubmitBounds(spec, /*adopt=*/true);
+    auto parsed = bounds.ok() ? ParseAdopted(s_.config(), spec, s_.now()) : absl::StatusOr<Job>(bounds);
+    if (parsed.ok()) {
+      if (absl::Status sum = CheckSummable(*parsed); !sum.ok()) parsed = sum;
+    }
     if (!parsed.ok()) {
       Reject(spec, parsed.status());
       continue;
     }
     if (s_.FindJob(parsed->id) >= 0) {
       Error(parsed->id, absl::StrCat("adopt: job '", parsed->id, "' already exists"));
+      continue;
+    }
+    if (const EndedJob* ended = s_.FindEnded(parsed->id); ended && ended->state == v1::JOB_STATE_ENDED) {
+      Error(parsed->id, absl::StrCat("adopt: job '", parsed->id, "' already ended at ", ended->ended_at, " ms"));
       continue;
     }
     const int j = s_.NewJob(*std::move(parsed));
@@ -207,6 +331,7 @@ void Admission::Adopt(const v1::AdoptJobs& batch) {
     e.borrowed = s_.Named(borrowed, job.requested);
     job.phase = spec.draining() ? Phase::kDraining : Phase::kAdmitted;
     job.admitted_at = s_.now();
+    job.last_admitted_at = s_.now();
     job.announced = true;
     s_.AddRunning(j);
     Emit(std::move(e));
@@ -216,10 +341,12 @@ void Admission::Adopt(const v1::AdoptJobs& batch) {
 void Admission::Finish(const std::string& id) {
   const int j = s_.FindJob(id);
   if (j < 0) {
+    if (s_.FindEnded(id)) return;  // it already ended: finishing it again changes nothing.
     Error(id, absl::StrCat("finish: unknown job '", id, "'"));
     return;
   }
   Job& job = s_.job(j);
+  const char* how = job.phase == Phase::kQueued ? "released while queued" : "finished";
   switch (job.phase) {
     case Phase::kDraining:
       Leave(j, /*ended=*/true);
@@ -247,6 +374,7 @@ void Admission::Finish(const std::string& id) {
   e.job = job.id;
   e.team = s_.node(job.team).name;
   Emit(std::move(e));
+  RememberEnded(job, how);
   s_.DropJob(j);
   ResolveDeferred();  // a shrink it owed: the waiter is tested now it is gone.
 }
@@ -254,6 +382,7 @@ void Admission::Finish(const std::string& id) {
 void Admission::Checkpoint(const std::string& id) {
   const int j = s_.FindJob(id);
   if (j < 0) {
+    if (s_.FindEnded(id)) return;  // a late report of an ended job changes nothing.
     Error(id, absl::StrCat("checkpoint: unknown job '", id, "'"));
     return;
   }
@@ -336,7 +465,7 @@ void Admission::Reconfigure(const v1::Config& next) {
     Job& job = s_.job(j);
     if (job.phase != Phase::kQueued || job.victims_left > 0) return;
     job.exceeds_max = ExceedsMax(job);
-    job.reason = job.exceeds_max ? "exceeds_max" : BindingReason(job, Contested(job));
+    SetReason(job, job.exceeds_max ? ExceedsMaxReason(job) : BindingReason(job, Contested(job)));
   });
 }
 
@@ -535,7 +664,10 @@ void Admission::ClassicalPass() {
     } else {
       blocked = TryAdmit(j) != Outcome::kAdmitted;
     }
-    if (blocked && s_.node(c.team).policy.strict_fifo) continue;  // it blocks its team.
+    if (blocked && s_.node(c.team).policy.strict_fifo) {  // it blocks its team.
+      MarkBehindHead(j, c.it, c.end);
+      continue;
+    }
     if (c.it != c.end) {
       heap.push_back(c);
       std::push_heap(heap.begin(), heap.end(), later);
@@ -602,7 +734,22 @@ void Admission::FairSharePass() {
     } else {
       blocked = TryAdmit(j) != Outcome::kAdmitted;
     }
-    if (blocked && s_.node(n).policy.strict_fifo) done[n] = true;
+    if (blocked && s_.node(n).policy.strict_fifo) {
+      MarkBehindHead(j, cursor[n], s_.ns(n).pending.end());
+      done[n] = true;
+    }
+  }
+}
+
+void Admission::MarkBehindHead(int head, std::set<QueueKey>::const_iterator it,
+                               std::set<QueueKey>::const_iterator end) {
+  // Bounded: a cycle must not cost O(queue) for a long strict queue; jobs
+  // further back keep the reason they were announced with.
+  constexpr int kMarked = 1000;
+  const std::string reason = BehindHeadReason(s_.job(head));
+  for (int n = 0; it != end && n < kMarked; ++it, ++n) {
+    Job& job = s_.job(it->job);
+    if (job.victims_left == 0 && !job.exceeds_max) SetReason(job, reason);
   }
 }
 
@@ -654,26 +801,6 @@ bool Admission::PassesGate(const Job& job, ResourceMask contested) const {
   return true;
 }
 
-std::string Admission::BindingReason(const Job& job, ResourceMask contested) const {
-  for (int r = 0; r < s_.R(); ++r) {
-    if (!(contested >> r & 1)) continue;
-    const std::string& res = s_.config().resources[r];
-    const Quantity d = job.demand[r];
-    if (d > s_.free_capacity(job.cluster, r)) {
-      return absl::StrCat("capacity ", s_.config().clusters[job.cluster].name, " ", res);
-    }
-    // The lowest node on the path whose own limit g + b - u is short.
-    for (int a = job.team; a != kRootNode; a = s_.node(a).parent) {
-      const NodeConfig& nc = s_.node(a);
-      if (nc.b[r] != kInfinite && SatSub(SatAdd(nc.g[r], nc.b[r]), s_.ns(a).u[r]) < d) {
-        return absl::StrCat("borrow_limit ", nc.name, " ", res);
-      }
-    }
-    return absl::StrCat("quota_in_use fleet ", res);
-  }
-  return "waiting";
-}
-
 Admission::Outcome Admission::TryAdmit(int j) {
   Job& job = s_.job(j);
   const ResourceMask contested = Contested(job);
@@ -682,7 +809,7 @@ Admission::Outcome Admission::TryAdmit(int j) {
       // Between a tide lead and its change only what the coming quota also
       // holds is admitted (POLICY.md §6).
       job.parked_stamp = s_.change_stamp();
-      job.reason = "tide: no room under the quota of the coming tide change";
+      SetReason(job, "tide: no room under the quota of the coming tide change");
       return Outcome::kQueued;
     }
     Admit(j);
@@ -690,25 +817,28 @@ Admission::Outcome Admission::TryAdmit(int j) {
   }
   if (ExceedsMax(job)) {
     job.exceeds_max = true;
-    job.reason = "exceeds_max";
+    SetReason(job, ExceedsMaxReason(job));
     return Outcome::kQueued;
   }
   job.parked_stamp = s_.change_stamp();
   job.search_failed_at = -1;
   if (!PassesGate(job, contested)) {
-    job.reason = BindingReason(job, contested);
+    SetReason(job, BindingReason(job, contested));
     return Outcome::kQueued;
   }
   const PolicyOptions& opt = s_.config().policy;
   if (job.requeued_at >= 0 && s_.now() < job.requeued_at + opt.requeue_backoff_s * kMillisPerSecond) {
-    job.reason = absl::StrCat(BindingReason(job, contested), " (requeue backoff)");
+    const Time until = job.requeued_at + opt.requeue_backoff_s * kMillisPerSecond;
+    SetReason(job, absl::StrCat(BindingReason(job, contested), "; requeue backoff: requeued after preemption",
+                                job.preempted_by.empty() ? "" : " by " + job.preempted_by, " at ",
+                                ReasonTime(job.requeued_at), ", may preempt again from ", ReasonTime(until)));
     return Outcome::kQueued;
   }
   const std::vector<Victim> victims =
       opt.fair_sharing ? FairShareVictims(s_, j, contested) : ClassicalVictims(s_, j, contested);
   if (victims.empty()) {
     job.search_failed_at = s_.now();
-    job.reason = BindingReason(job, contested);
+    SetReason(job, BindingReason(job, contested));
     return Outcome::kQueued;
   }
   ChooseVictims(j, victims);
@@ -733,8 +863,9 @@ void Admission::Admit(int j) {
   s_.Dequeue(j);
   job.phase = Phase::kAdmitted;
   job.admitted_at = s_.now();
+  job.last_admitted_at = s_.now();
   job.exceeds_max = false;
-  job.reason.clear();
+  SetReason(job, "");
   job.announced = true;
   s_.AddRunning(j);
   Emit(std::move(e));
@@ -775,7 +906,8 @@ void Admission::ChooseVictims(int j, const std::vector<Victim>& victims) {
     e.team = s_.node(victim.team).name;
     e.by = job.id;
     e.reason = why;
-    victim.reason = absl::StrCat("draining for ", job.id);
+    SetReason(victim, absl::StrCat("draining for ", job.id, " (", why, ") until ", ReasonTime(victim.drain_deadline),
+                                   " at the latest"));
     Emit(std::move(e));
     if (victim.drain_deadline <= s_.now()) {
       leaving_now.push_back(v.job);
@@ -783,7 +915,17 @@ void Admission::ChooseVictims(int j, const std::vector<Victim>& victims) {
       s_.AddTimer(victim.drain_deadline, v.job);
     }
   }
-  job.reason = absl::StrCat("waiting for ", victims.size(), " victim(s) to drain");
+  {
+    std::vector<std::string> names;
+    Time last = s_.now();
+    for (const Victim& v : victims) {
+      names.push_back(s_.job(v.job).id);
+      last = std::max({last, s_.job(v.job).drain_deadline, s_.job(v.job).resize_deadline});
+    }
+    if (names.size() > 5) names.resize(5), names.push_back("...");
+    SetReason(job, absl::StrCat("reclaiming: waiting for ", victims.size(), " victim(s) to drain (",
+                                absl::StrJoin(names, ", "), "), the last by ", ReasonTime(last)));
+  }
   job.announced = true;
   Emit(std::move(reclaim));
   s_.Changed();
@@ -793,6 +935,7 @@ void Admission::ChooseVictims(int j, const std::vector<Victim>& victims) {
 void Admission::Vacate(const std::string& id) {
   const int j = s_.FindJob(id);
   if (j < 0) {
+    if (s_.FindEnded(id)) return;  // already gone.
     Error(id, absl::StrCat("vacate: unknown job '", id, "'"));
     return;
   }
@@ -823,6 +966,9 @@ void Admission::Leave(int v, bool ended) {
   if (ended || !victim.requeue) {
     e.type = EventType::kEnd;
     Emit(std::move(e));
+    RememberEnded(victim, ended ? "finished while draining"
+                                : absl::StrCat("evicted", waiting >= 0 ? " for " + s_.job(waiting).id : "",
+                                               " and not requeued (requeue: false)"));
     s_.DropJob(v);
   } else {
     if (victim.elastic()) s_.SetReplicas(v, victim.elastic_min);  // back to its gang.
@@ -833,7 +979,10 @@ void Admission::Leave(int v, bool ended) {
     victim.borrowing = false;
     victim.requeued_at = s_.now();
     victim.parked_stamp = 0;
-    victim.reason = "requeued";
+    victim.preempted_by = waiting >= 0 ? s_.job(waiting).id : "";
+    SetReason(victim, absl::StrCat("requeued after preemption", waiting >= 0 ? " by " + s_.job(waiting).id : "",
+                                   " at ", ReasonTime(s_.now()), "; may preempt again from ",
+                                   ReasonTime(s_.now() + s_.config().policy.requeue_backoff_s * kMillisPerSecond)));
     s_.Enqueue(v);
     e.type = EventType::kQueue;
     e.requeued = true;
@@ -873,8 +1022,14 @@ void Admission::AnnounceQueued() {
     Job& job = s_.job(j);
     if (job.phase != Phase::kQueued || job.announced) continue;
     if (job.reason.empty()) {
-      const ResourceMask contested = Contested(job);
-      job.reason = ExceedsMax(job) ? "exceeds_max" : BindingReason(job, contested);
+      const NodeState& team = s_.ns(job.team);
+      const int head = team.pending.empty() ? -1 : team.pending.begin()->job;
+      if (s_.node(job.team).policy.strict_fifo && head >= 0 && head != j && !ExceedsMax(job)) {
+        job.reason = BehindHeadReason(s_.job(head));
+      } else {
+        const ResourceMask contested = Contested(job);
+        job.reason = ExceedsMax(job) ? ExceedsMaxReason(job) : BindingReason(job, contested);
+      }
     }
     job.announced = true;
     Event e;

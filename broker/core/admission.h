@@ -17,6 +17,9 @@ namespace tidegate::core {
 // Validates a job spec against the config and builds the core's Job, with the
 // spec normalized (defaults filled in). INVALID_ARGUMENT naming the field and
 // the value. created_at defaults to `now`.
+// A time as reasons state it: "2026-01-05T18:27:00Z" (UTC).
+std::string ReasonTime(Time ms);
+
 absl::StatusOr<Job> ParseJobSpec(const CompiledConfig& config, const v1::JobSpec& spec, Time now);
 // ParseJobSpec for a submit, which may not record a job that is already
 // draining (only adopt may).
@@ -25,6 +28,8 @@ absl::StatusOr<Job> ParseSubmit(const CompiledConfig& config, const v1::JobSpec&
 Event RejectEvent(const v1::JobSpec& spec, const absl::Status& why, Time now);
 // The reason of the `error` for a submit of an existing id with another spec.
 std::string DifferentSpecReason(const std::string& id);
+// The same for an id retained after its job ended.
+std::string EndedDifferentSpecReason(const std::string& id, const EndedJob& ended, int64_t retention_s);
 
 // Recomputes the tide schedule (next lead, next boundary) and the guards
 // from the state's base config and cursors: after Create, Restore or a
@@ -36,6 +41,12 @@ void ResetTide(State& s);
 // force from the boundary). An ancestor that rises only through a child's
 // sum is not one of them. Lead reclaim and the guard are for these rises.
 std::vector<int> RisingTeams(const v1::Config& source, const CompiledConfig& coming, Time boundary);
+
+// The bounds every submitted or adopted spec must meet before it is parsed:
+// a printable id of bounded length, bounded labels, a real elastic range, a
+// positive demand (not for `adopt`, which records what already runs).
+// INVALID_ARGUMENT naming the field and the value.
+absl::Status CheckSubmitBounds(const v1::JobSpec& spec, bool adopt);
 
 class Admission {
  public:
@@ -82,7 +93,12 @@ class Admission {
   ResourceMask Contested(const Job& job) const;
   bool ExceedsMax(const Job& job) const;
   bool PassesGate(const Job& job, ResourceMask contested) const;
+  // Reasons (reasons.cc): what blocks the job, with numbers.
   std::string BindingReason(const Job& job, ResourceMask contested) const;
+  std::string ExceedsMaxReason(const Job& job) const;
+  std::string BehindHeadReason(const Job& head) const;
+  // Sets job.reason; a change is reported to readers (QuietlyChangedIds).
+  void SetReason(Job& job, std::string reason);
   void ChooseVictims(int j, const std::vector<Victim>& victims);
   // A draining job departs (grace over, or it ended). `ended` = it finished.
   void Leave(int v, bool ended);
@@ -96,6 +112,8 @@ class Admission {
   void ClassicalPass();
   void FairSharePass();
   bool TeamStuck(int team) const;
+  // Strict FIFO: the jobs from `it` on wait behind `head`; says so.
+  void MarkBehindHead(int head, std::set<QueueKey>::const_iterator it, std::set<QueueKey>::const_iterator end);
   bool TimerLive(const Timer& timer) const;
 
   // ---- elastic jobs (growth.cc): POLICY.md §4 Growth, DESIGN.md §5.
@@ -133,6 +151,13 @@ class Admission {
   bool FitsGuards(const Job& job, const std::vector<Quantity>& extra) const;
   // Compiles the quota in force at the state's now from base `source`.
   absl::StatusOr<CompiledConfig> CompileAt(const v1::Config& source, Time t) const;
+
+  // INVALID_ARGUMENT naming the resource when the job's largest demand could
+  // not be summed with the fleet's capacity and every other job's demand.
+  absl::Status CheckSummable(const Job& job) const;
+  // Keeps an ended job (or a rejected spec) for the retention window.
+  void RememberEnded(const Job& job, std::string reason);
+  void RememberRejected(const v1::JobSpec& spec, const absl::Status& why);
 
   void Emit(Event e);
   // A `reject` record for a job spec that failed validation; changes nothing.

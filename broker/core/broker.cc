@@ -44,6 +44,7 @@ absl::StatusOr<std::unique_ptr<Broker>> Broker::Create(const v1::Config& config,
 std::vector<Event> Broker::Apply(const v1::Command& command, Time now) {
   State& s = *state_;
   s.out().clear();
+  s.ClearQuietChanges();
   Admission adm(s);
   const Time t = std::max(now, s.now());
   if (command.kind_case() == v1::Command::kAckResize) {
@@ -54,6 +55,7 @@ std::vector<Event> Broker::Apply(const v1::Command& command, Time now) {
     adm.AckResize(command.ack_resize());
   }
   adm.RunDue(t);
+  s.PruneEnded(s.now(), s.config().policy.ended_job_retention_s * kMillisPerSecond);
   switch (command.kind_case()) {
     case v1::Command::kSubmit: adm.Submit(command.submit()); break;
     case v1::Command::kAdopt: adm.Adopt(command.adopt()); break;
@@ -85,12 +87,21 @@ std::optional<std::vector<Event>> Broker::SubmitWithoutEffect(const v1::JobSpec&
     return out;
   }
   const int existing = s.FindJob(parsed->id);
-  if (existing < 0) return std::nullopt;
-  if (!google::protobuf::util::MessageDifferencer::Equals(s.job(existing).spec, parsed->spec)) {
+  const v1::JobSpec* known = existing >= 0 ? &s.job(existing).spec : nullptr;
+  const EndedJob* ended = nullptr;
+  if (!known) {
+    // A retained ended job answers a resubmission with its final state.
+    ended = s.FindEnded(parsed->id);
+    if (ended && ended->state != v1::JOB_STATE_ENDED) ended = nullptr;
+    if (ended) known = &ended->spec;
+  }
+  if (!known) return std::nullopt;
+  if (!google::protobuf::util::MessageDifferencer::Equals(*known, parsed->spec)) {
     Event e;
     e.type = EventType::kError;
     e.job = parsed->id;
-    e.reason = DifferentSpecReason(parsed->id);
+    e.reason = ended ? EndedDifferentSpecReason(parsed->id, *ended, s.config().policy.ended_job_retention_s)
+                     : DifferentSpecReason(parsed->id);
     e.at = at;
     out.push_back(std::move(e));
   }
@@ -107,7 +118,24 @@ std::optional<Time> Broker::NextDeadline() const {
 std::optional<JobView> Broker::GetJob(std::string_view id) const {
   const State& s = *state_;
   const int j = s.FindJob(id);
-  if (j < 0) return std::nullopt;
+  if (j < 0) {
+    const EndedJob* e = s.FindEnded(id);
+    if (!e) return std::nullopt;
+    JobView v;
+    v.id = std::string(id);
+    v.team = e->team;
+    v.cluster = e->cluster;
+    v.state = e->state;
+    v.replicas = e->replicas;
+    v.priority = e->spec.priority();
+    v.created_at = e->created_at;
+    v.last_admitted_at = e->last_admitted_at;
+    v.ended_at = e->ended_at;
+    v.demand = e->demand;
+    v.reason = e->reason;
+    v.spec = e->spec;
+    return v;
+  }
   const Job& job = s.job(j);
   JobView v;
   v.id = job.id;
@@ -120,6 +148,7 @@ std::optional<JobView> Broker::GetJob(std::string_view id) const {
   v.priority = job.priority;
   v.created_at = job.created_at;
   v.admitted_at = job.admitted_at;
+  v.last_admitted_at = job.last_admitted_at;
   v.borrowing = job.borrowing;
   v.demand = s.Named(job.demand, job.requested);
   v.reason = job.reason;
@@ -186,6 +215,15 @@ std::vector<JobView> Broker::ListJobs() const {
   for (const auto& id : ids) out.push_back(*GetJob(id));
   return out;
 }
+
+std::vector<JobView> Broker::ListEndedJobs() const {
+  std::vector<JobView> out;
+  out.reserve(state_->ended().size());
+  for (const auto& [id, e] : state_->ended()) out.push_back(*GetJob(id));
+  return out;
+}
+
+const std::vector<std::string>& Broker::QuietlyChangedIds() const { return state_->quiet_changes(); }
 
 std::vector<std::string> Broker::ClusterNames() const {
   std::vector<std::string> names;

@@ -38,10 +38,12 @@ struct JobView {
   int64_t replicas = 0;        // current replicas (admitted or requested).
   int32_t priority = 0;
   Time created_at = 0;         // queue-order time.
-  Time admitted_at = -1;       // -1 while never admitted.
+  Time admitted_at = -1;       // -1 while not holding capacity.
+  Time last_admitted_at = -1;  // the latest admission, kept when requeued or ended; -1: never.
+  Time ended_at = -1;          // ENDED / REJECTED: when.
   bool borrowing = false;      // its latest admit/resize borrowed something.
   NamedQuantities demand;      // replicas x per_replica.
-  std::string reason;          // why it waits (queued) or why it drains.
+  std::string reason;          // why it waits (queued), why it drains, how it ended.
   v1::JobSpec spec;            // normalized: defaults filled in.
   // Elastic jobs: the latest resize request; pending while resize_from >= 0.
   int64_t epoch = 0;
@@ -120,9 +122,17 @@ class Broker {
   std::optional<Time> NextDeadline() const;
 
   // Reads. All are O(1) or O(size of the answer).
+  // A live job, or an ended or rejected one still retained (state ENDED or
+  // REJECTED; policy.ended_job_retention_s).
   std::optional<JobView> GetJob(std::string_view id) const;
+  // The retained ended and rejected jobs, by id.
+  std::vector<JobView> ListEndedJobs() const;
+  // Ids whose view changed during the latest Apply with no event naming them
+  // (a wait reason recomputed, a retained record dropped): readers re-read
+  // them. May hold duplicates.
+  const std::vector<std::string>& QuietlyChangedIds() const;
   std::optional<TeamView> GetTeam(std::string_view name) const;
-  std::vector<JobView> ListJobs() const;           // every job it remembers, by id.
+  std::vector<JobView> ListJobs() const;           // every live job, by id.
   std::vector<std::string> TeamNames() const;      // config order.
   std::vector<std::string> ClusterNames() const;   // config order.
   // Capacity and current use of one cluster for one resource (0 if unknown).

@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "broker/core/tide.h"
+#include "broker/core/names.h"
 
 namespace tidegate::core {
 namespace {
@@ -80,6 +81,14 @@ absl::Status CompilePolicyOptions(const v1::Policy& in, PolicyOptions* out) {
   if (auto s = non_negative(opt(in.has_resize_timeout_s(), in.resize_timeout_s()), 60, "resize_timeout_s", &out->resize_timeout_s); !s.ok()) return s;
   if (out->resize_timeout_s == 0) return Invalid("policy.resize_timeout_s: 0 must be > 0 (a grow needs time to be acked)");
   if (auto s = non_negative(opt(in.has_sim_ack_delay_s(), in.sim_ack_delay_s()), 0, "sim_ack_delay_s", &out->sim_ack_delay_s); !s.ok()) return s;
+  if (auto s = non_negative(opt(in.has_ended_job_retention_s(), in.ended_job_retention_s()), kDefaultEndedJobRetentionS,
+                            "ended_job_retention_s", &out->ended_job_retention_s);
+      !s.ok()) {
+    return s;
+  }
+  if (!CheckedMul(out->ended_job_retention_s, kMillisPerSecond)) {
+    return Invalid(absl::StrCat("policy.ended_job_retention_s: ", out->ended_job_retention_s, " is out of range"));
+  }
   const auto& st = in.fair_sharing_strategies();
   using v1::FAIR_SHARING_STRATEGY_LESS_THAN_INITIAL_SHARE;
   using v1::FAIR_SHARING_STRATEGY_LESS_THAN_OR_EQUAL_TO_FINAL_SHARE;
@@ -163,6 +172,7 @@ absl::StatusOr<CompiledConfig> CompileConfig(const v1::Config& config) {
   // Clusters.
   for (const auto& cl : config.clusters()) {
     if (cl.name().empty()) return Invalid("clusters: a cluster has no name");
+    if (auto s = ValidateName("clusters.name", cl.name()); !s.ok()) return s;
     if (!c.cluster_index.try_emplace(cl.name(), static_cast<int>(c.clusters.size())).second) {
       return Invalid(absl::StrCat("clusters: duplicate cluster name '", cl.name(), "'"));
     }
@@ -178,6 +188,7 @@ absl::StatusOr<CompiledConfig> CompileConfig(const v1::Config& config) {
   c.nodes.emplace_back();
   for (const auto& t : config.teams()) {
     if (t.name().empty()) return Invalid("teams: a team has no name");
+    if (auto s = ValidateName("teams.name", t.name()); !s.ok()) return s;
     if (!c.node_index.try_emplace(t.name(), static_cast<int>(c.nodes.size())).second) {
       return Invalid(absl::StrCat("teams: duplicate team name '", t.name(), "'"));
     }

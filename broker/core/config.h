@@ -26,6 +26,7 @@ inline constexpr int kMaxTeams = 10000;
 inline constexpr int kMaxTeamDepth = 16;  // top-level teams are at depth 1.
 inline constexpr int kMaxTideRulesPerTeam = 64;
 inline constexpr int kMaxClusters = 1000;
+inline constexpr int64_t kDefaultEndedJobRetentionS = 7 * 24 * 3600;
 
 struct ClusterConfig {
   std::string name;
@@ -70,6 +71,8 @@ struct PolicyOptions {
   int64_t requeue_backoff_s = 60;
   int64_t resize_timeout_s = 60;  // a grow not acked by then is withdrawn.
   int64_t sim_ack_delay_s = 0;    // simulator: frameworks ack resizes after this.
+  // Ended and rejected jobs stay known this long after they end.
+  int64_t ended_job_retention_s = kDefaultEndedJobRetentionS;
   // fair_sharing_strategies: the first is always
   // less_than_or_equal_to_final_share unless only less_than_initial_share is
   // given; a second one is always less_than_initial_share.

@@ -417,7 +417,7 @@ class Checker {
           }
         }
       }
-      if (e.type == EventType::kQueue && !e.requeued && e.reason == "exceeds_max" && !ExceedsMax(specs_.at(e.job))) {
+      if (e.type == EventType::kQueue && !e.requeued && e.reason.rfind("exceeds_max", 0) == 0 && !ExceedsMax(specs_.at(e.job))) {
         return absl::StrCat("exceeds_max: ", e.job, " is queued as exceeds_max but fits under the config");
       }
       if (trailing != SIZE_MAX && i >= trailing && !queue_checked && e.type == EventType::kResize && e.reason == "grow") {
@@ -473,8 +473,15 @@ class Checker {
       info.min = s.elastic().min();
       info.max = s.elastic().max();
     }
+    // elastic {0, 0} is no range: refused, not read as a rigid job.
+    if (s.has_elastic() && !info.elastic) return std::nullopt;
     const int64_t replicas = info.elastic ? info.min : s.has_replicas() ? s.replicas() : 1;
     if (replicas <= 0 || s.per_replica().empty()) return std::nullopt;
+    // REJECTED covers non-positive demand (DESIGN.md §3): some quantity > 0
+    // (adopt records what already runs, without that check).
+    if (!adopt && std::none_of(s.per_replica().begin(), s.per_replica().end(), [](const auto& kv) { return kv.second > 0; })) {
+      return std::nullopt;
+    }
     for (const auto& [r, q] : s.per_replica()) {
       if (q < 0 || std::find(model_.resources.begin(), model_.resources.end(), r) == model_.resources.end()) {
         return std::nullopt;

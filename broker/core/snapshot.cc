@@ -41,6 +41,7 @@ v1::CoreSnapshot Broker::Snapshot() const {
     js->set_created_at_ms(job.created_at);
     js->set_state(StateOf(job.phase));
     js->set_admitted_at_ms(job.admitted_at);
+    js->set_last_admitted_at_ms(job.last_admitted_at);
     js->set_borrowing(job.borrowing);
     if (job.drain_for >= 0) js->set_drain_for(s.job(job.drain_for).id);
     js->set_drain_deadline_ms(job.drain_deadline);
@@ -72,6 +73,20 @@ v1::CoreSnapshot Broker::Snapshot() const {
   }
   out.set_tide_lead_cursor_ms(s.tide().lead_cursor);
   out.set_tide_apply_cursor_ms(s.tide().apply_cursor);
+  for (const auto& [id, e] : s.ended()) {  // std::map: sorted by id.
+    v1::EndedJobSnapshot* es = out.add_ended_jobs();
+    *es->mutable_spec() = e.spec;
+    es->mutable_spec()->set_job(id);
+    es->set_state(e.state);
+    es->set_team(e.team);
+    es->set_cluster(e.cluster);
+    es->set_created_at_ms(e.created_at);
+    es->set_last_admitted_at_ms(e.last_admitted_at);
+    es->set_ended_at_ms(e.ended_at);
+    es->set_reason(e.reason);
+    es->set_replicas(e.replicas);
+    for (const auto& [name, q] : e.demand) (*es->mutable_demand())[name] = q;
+  }
   return out;
 }
 
@@ -90,6 +105,8 @@ absl::StatusOr<std::unique_ptr<Broker>> Broker::Restore(const v1::CoreSnapshot& 
     Job job = *std::move(parsed);
     job.created_at = js.created_at_ms();
     job.admitted_at = js.admitted_at_ms();
+    // Snapshots from before the field existed: the current admission.
+    job.last_admitted_at = js.has_last_admitted_at_ms() ? js.last_admitted_at_ms() : js.admitted_at_ms();
     job.borrowing = js.borrowing();
     job.drain_deadline = js.drain_deadline_ms();
     job.requeued_at = js.requeued_at_ms();
@@ -163,6 +180,29 @@ absl::StatusOr<std::unique_ptr<Broker>> Broker::Restore(const v1::CoreSnapshot& 
       s.AddTimer(job.requeued_at + backoff, j);
     }
   }
+  for (const v1::EndedJobSnapshot& es : snap.ended_jobs()) {
+    const std::string& id = es.spec().job();
+    if (id.empty() || s.FindJob(id) >= 0 || s.FindEnded(id)) return bad("ended job '", id, "' is empty or a duplicate");
+    if (es.state() != v1::JOB_STATE_ENDED && es.state() != v1::JOB_STATE_REJECTED) {
+      return bad("ended job '", id, "' has state ", v1::JobState_Name(es.state()));
+    }
+    EndedJob e;
+    e.spec = es.spec();
+    e.state = es.state();
+    e.team = es.team();
+    e.cluster = es.cluster();
+    e.created_at = es.created_at_ms();
+    e.last_admitted_at = es.last_admitted_at_ms();
+    e.ended_at = es.ended_at_ms();
+    e.reason = es.reason();
+    e.replicas = es.replicas();
+    // Config resource order, as the live core names them.
+    for (const auto& r : s.config().resources) {
+      if (auto it = es.demand().find(r); it != es.demand().end()) e.demand.emplace_back(r, it->second);
+    }
+    s.RememberEnded(id, std::move(e));
+  }
+  s.ClearQuietChanges();
   s.tide().lead_cursor = snap.tide_lead_cursor_ms();
   s.tide().apply_cursor = snap.tide_apply_cursor_ms();
   ResetTide(s);

@@ -13,6 +13,7 @@ State::State(CompiledConfig config, v1::Config source)
     n.pending_demand.resize(R());
   }
   cluster_used_.assign(config_.clusters.size(), std::vector<Quantity>(R(), 0));
+  known_demand_.assign(R(), 0);
   // Inner nodes start at sum of children's private parts.
   RecomputeUsage();
 }
@@ -34,7 +35,49 @@ int State::NewJob(Job job) {
   }
   jobs_[slot].gen = ++job_gen_;
   job_index_[jobs_[slot].id] = slot;
+  const std::vector<Quantity> most = MaxDemand(jobs_[slot]);
+  for (int r = 0; r < R(); ++r) known_demand_[r] += most[r];  // bounded by Submit's check.
+  ForgetEnded(jobs_[slot].id);
   return slot;
+}
+
+std::vector<Quantity> State::MaxDemand(const Job& job) {
+  const int64_t most = job.elastic() ? job.elastic_max : job.replicas;
+  std::vector<Quantity> out(job.per_replica.size(), 0);
+  for (size_t r = 0; r < out.size(); ++r) out[r] = SatMul(job.per_replica[r], most);
+  return out;
+}
+
+const EndedJob* State::FindEnded(std::string_view id) const {
+  auto it = ended_.find(std::string(id));
+  return it == ended_.end() ? nullptr : &it->second;
+}
+
+void State::ForgetEnded(const std::string& id) {
+  auto it = ended_.find(id);
+  if (it == ended_.end()) return;
+  auto& order = it->second.state == v1::JOB_STATE_REJECTED ? rejected_order_ : ended_order_;
+  order.erase({it->second.ended_at, id});
+  ended_.erase(it);
+  forgotten_.push_back(id);
+}
+
+void State::RememberEnded(std::string id, EndedJob ended) {
+  ForgetEnded(id);
+  const bool rejected = ended.state == v1::JOB_STATE_REJECTED;
+  auto& order = rejected ? rejected_order_ : ended_order_;
+  order.insert({ended.ended_at, id});
+  ended_.emplace(id, std::move(ended));
+  const size_t cap = rejected ? kMaxRejectedKept : kMaxEndedKept;
+  while (order.size() > cap) ForgetEnded(order.begin()->second);
+}
+
+void State::PruneEnded(Time now, Time retention_ms) {
+  for (auto* order : {&ended_order_, &rejected_order_}) {
+    while (!order->empty() && SatAdd(order->begin()->first, retention_ms) <= now) {
+      ForgetEnded(order->begin()->second);
+    }
+  }
 }
 
 void State::DropJob(int j) {
@@ -42,6 +85,8 @@ void State::DropJob(int j) {
     jobs_[j].running_slot = -1;  // leaves the growable set.
     UpdateGrowable(j);
   }
+  const std::vector<Quantity> most = MaxDemand(jobs_[j]);
+  for (int r = 0; r < R(); ++r) known_demand_[r] -= most[r];
   job_index_.erase(jobs_[j].id);
   jobs_[j] = Job{};
   free_slots_.push_back(j);
@@ -275,6 +320,7 @@ void State::Reconfigure(CompiledConfig config, v1::Config source) {
     for (size_t r = 0; r < v.size(); ++r) out[rmap[r]] = v[r];
     v = std::move(out);
   };
+  move_vec(known_demand_);
   for (auto& [id, j] : job_index_) {
     Job& job = jobs_[j];
     move_vec(job.demand);

@@ -8,6 +8,8 @@
 
 #include <cstdint>
 #include <deque>
+#include <limits>
+#include <map>
 #include <optional>
 #include <queue>
 #include <set>
@@ -46,6 +48,7 @@ struct Job {
 
   Phase phase = Phase::kQueued;
   Time admitted_at = -1;
+  Time last_admitted_at = -1;   // the latest admission, kept when requeued.
   bool borrowing = false;
   int running_slot = -1;        // index in its team's running list.
 
@@ -64,6 +67,7 @@ struct Job {
   };
   std::vector<Hold> holds;      // capacity its departed victims left, held for it.
   Time requeued_at = -1;        // backoff: no victims before requeued_at + backoff.
+  std::string preempted_by;     // the job it was last evicted for ("" if none), for its reason.
   bool exceeds_max = false;     // parked until the config changes.
   uint64_t parked_stamp = 0;    // see State::change_stamp.
   // The instant its victim search last found none. With least_lost_work the
@@ -96,6 +100,22 @@ struct Job {
 
   bool announced = false;       // a queue/reclaim/admit record was written for it.
   uint64_t gen = 0;             // slot generation, for timers.
+};
+
+// A job that ended or was rejected, kept for the policy's retention window so
+// that queries still find it and a retried request cannot start it again
+// (DESIGN.md §3 idempotency).
+struct EndedJob {
+  v1::JobSpec spec;             // normalized when accepted; as given when rejected.
+  v1::JobState state = v1::JOB_STATE_ENDED;  // ENDED or REJECTED.
+  std::string team;
+  std::string cluster;
+  Time created_at = 0;
+  Time last_admitted_at = -1;
+  Time ended_at = 0;
+  std::string reason;
+  int64_t replicas = 0;
+  NamedQuantities demand;
 };
 
 // A pending job's place in queue order: priority high first, then
@@ -176,6 +196,31 @@ class State {
   int NewJob(Job job);                     // takes a free slot.
   void DropJob(int j);                     // forgets an ended job.
   size_t job_count() const { return job_index_.size(); }
+
+  // ---- ended and rejected jobs (EndedJob), by id. A live job and an ended
+  // one never share an id. Bounded: the retention window, and at most
+  // kMaxEndedKept ended and kMaxRejectedKept rejected ones (oldest go first).
+  static constexpr size_t kMaxEndedKept = 200000;
+  static constexpr size_t kMaxRejectedKept = 10000;
+  const EndedJob* FindEnded(std::string_view id) const;
+  void RememberEnded(std::string id, EndedJob ended);
+  void ForgetEnded(const std::string& id);
+  // Forgets those that ended at or before now - retention.
+  void PruneEnded(Time now, Time retention_ms);
+  const std::map<std::string, EndedJob>& ended() const { return ended_; }
+  // Ids whose view changed with no event naming them (a reason recomputed,
+  // a retained record dropped) since ClearQuietChanges(): readers re-read them.
+  const std::vector<std::string>& quiet_changes() const { return forgotten_; }
+  void NoteQuietChange(const std::string& id) { forgotten_.push_back(id); }
+  void ClearQuietChanges() { forgotten_.clear(); }
+
+  // ---- what live jobs may ask in all, per resource: the sum of each job's
+  // demand at its largest size. Every sum the core makes (usage, held
+  // capacity, queued demand) is at most a small multiple of it plus the
+  // fleet's capacity, so keeping it below kMaxSummable keeps them exact.
+  static constexpr Quantity kMaxSummable = std::numeric_limits<Quantity>::max() / 4;
+  Quantity known_demand(int r) const { return known_demand_[r]; }
+  static std::vector<Quantity> MaxDemand(const Job& job);
   template <typename F> void ForEachJob(F f) const {
     for (const auto& [id, j] : job_index_) f(j);
   }
@@ -283,6 +328,11 @@ class State {
   v1::Config source_;
   std::vector<NodeState> nodes_;
   std::vector<std::vector<Quantity>> cluster_used_;
+  std::map<std::string, EndedJob> ended_;
+  std::set<std::pair<Time, std::string>> ended_order_;     // (ended_at, id) of ENDED ones.
+  std::set<std::pair<Time, std::string>> rejected_order_;  // (ended_at, id) of REJECTED ones.
+  std::vector<std::string> forgotten_;
+  std::vector<Quantity> known_demand_;
   std::deque<Job> jobs_;  // deque: QueueKey points at ids, so slots never move.
   std::vector<int> free_slots_;
   absl::flat_hash_map<std::string, int> job_index_;

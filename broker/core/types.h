@@ -44,6 +44,11 @@ inline Quantity SatAdd(Quantity a, Quantity b) {
   }
   return out;
 }
+inline Quantity SatMul(Quantity a, Quantity b) {
+  Quantity out;
+  if (__builtin_mul_overflow(a, b, &out)) return ((a < 0) != (b < 0)) ? std::numeric_limits<Quantity>::min() : kInfinite;
+  return out;
+}
 inline Quantity SatSub(Quantity a, Quantity b) {
   if (a == kInfinite) return kInfinite;
   Quantity out;

@@ -5,6 +5,7 @@
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "broker/service/pagination.h"
+#include "broker/core/names.h"
 #include "broker/service/queued_writer.h"
 #include "broker/service/services.h"
 
@@ -24,10 +25,24 @@ const core::Event* FindEvent(const Applied& a, const std::string& job, core::Eve
   return nullptr;
 }
 
-// The job as published; its queue position (a scan of the team's queue) only
-// when asked for, since Admit is the hot path.
+bool Retained(const v1::JobInfo& j) {
+  return j.state() == v1::JOB_STATE_ENDED || j.state() == v1::JOB_STATE_REJECTED;
+}
+
+// INVALID_ARGUMENT for a job id no job can have, before anything is queued or
+// journalled; `field` names it as the request does.
+grpc::Status CheckJobId(const std::string& field, const std::string& id) {
+  if (id.empty()) return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, field + ": the job id is empty");
+  if (absl::Status s = core::ValidateName(field, id); !s.ok()) {
+    return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, std::string(s.message()));
+  }
+  return grpc::Status::OK;
+}
+
+// The job as published (live or retained); its queue position (a scan of the
+// team's queue) only when asked for, since Admit is the hot path.
 void FillJob(const ReadModel& model, const std::string& id, v1::JobInfo* out, bool with_position) {
-  if (const v1::JobInfo* j = model.FindJob(id)) {
+  if (const v1::JobInfo* j = model.FindJobAny(id)) {
     *out = *j;
     if (with_position) out->set_queue_position(model.QueuePosition(*j));
   }
@@ -55,9 +70,20 @@ grpc::ServerUnaryReactor* AdmissionServiceImpl::Admit(grpc::CallbackServerContex
                                                       v1::AdmitResponse* resp) {
   auto* reactor = ctx->DefaultReactor();
   const std::string id = req->job().job();
-  if (id.empty()) {
-    reactor->Finish(grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "job.job: the job id is empty"));
+  if (grpc::Status bad = CheckJobId("job.job", id); !bad.ok()) {
+    reactor->Finish(bad);
     return reactor;
+  }
+  // Queue order follows the broker's clock, and work is what the job does:
+  // only the simulator may state them.
+  for (const auto& [set, field] : {std::pair{req->job().has_created_at(), "created_at"},
+                                   std::pair{req->job().has_run_s(), "run_s"}}) {
+    if (set) {
+      reactor->Finish(grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                                   absl::StrCat("job.", field, ": is for the simulator only; the broker's "
+                                                "clock orders its queue (leave it unset)")));
+      return reactor;
+    }
   }
   v1::Command cmd;
   *cmd.mutable_submit() = req->job();
@@ -99,7 +125,9 @@ grpc::ServerUnaryReactor* AdmissionServiceImpl::Admit(grpc::CallbackServerContex
     if (resp->decision() == v1::DECISION_UNSPECIFIED) {
       // The same id with the same spec: the existing decision.
       const v1::JobInfo& j = resp->job();
-      if (j.state() == v1::JOB_STATE_QUEUED) {
+      if (j.state() == v1::JOB_STATE_ENDED) {
+        resp->set_decision(v1::DECISION_ENDED);  // a retry: finished work is not started again.
+      } else if (j.state() == v1::JOB_STATE_QUEUED) {
         resp->set_decision(v1::DECISION_QUEUED);
         resp->set_reason(j.reason());
       } else {
@@ -116,9 +144,17 @@ grpc::ServerUnaryReactor* AdmissionServiceImpl::Release(grpc::CallbackServerCont
                                                         const v1::ReleaseRequest* req, v1::ReleaseResponse* resp) {
   auto* reactor = ctx->DefaultReactor();
   const std::string id = req->job();
+  if (grpc::Status bad = CheckJobId("job", id); !bad.ok()) {
+    reactor->Finish(bad);
+    return reactor;
+  }
   auto model = loop_->Published();
-  if (const v1::JobInfo* j = model->FindJob(id)) {
+  if (const v1::JobInfo* j = model->FindJobAny(id)) {
     *resp->mutable_job() = *j;
+    if (Retained(*j)) {  // released already: releasing again changes nothing.
+      reactor->Finish(grpc::Status::OK);
+      return reactor;
+    }
   } else {
     reactor->Finish(grpc::Status(grpc::StatusCode::NOT_FOUND, absl::StrCat("job '", id, "' is not known")));
     return reactor;
@@ -134,8 +170,17 @@ grpc::ServerUnaryReactor* AdmissionServiceImpl::ReportCheckpoint(grpc::CallbackS
                                                                  v1::ReportCheckpointResponse*) {
   auto* reactor = ctx->DefaultReactor();
   const std::string id = req->job();
-  if (!loop_->Published()->FindJob(id)) {
+  if (grpc::Status bad = CheckJobId("job", id); !bad.ok()) {
+    reactor->Finish(bad);
+    return reactor;
+  }
+  const v1::JobInfo* known = loop_->Published()->FindJobAny(id);
+  if (!known) {
     reactor->Finish(grpc::Status(grpc::StatusCode::NOT_FOUND, absl::StrCat("job '", id, "' is not known")));
+    return reactor;
+  }
+  if (Retained(*known)) {  // a late report of an ended job changes nothing.
+    reactor->Finish(grpc::Status::OK);
     return reactor;
   }
   v1::Command cmd;
@@ -147,6 +192,11 @@ grpc::ServerUnaryReactor* AdmissionServiceImpl::ReportCheckpoint(grpc::CallbackS
 grpc::ServerUnaryReactor* AdmissionServiceImpl::ListJobs(grpc::CallbackServerContext* ctx,
                                                          const v1::ListJobsRequest* req, v1::ListJobsResponse* resp) {
   auto* reactor = ctx->DefaultReactor();
+  if (!v1::JobState_IsValid(req->state())) {
+    reactor->Finish(grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                                 absl::StrCat("state: ", req->state(), " is not a job state")));
+    return reactor;
+  }
   auto model = loop_->Published();
   if (!req->team().empty() && !model->FindTeam(req->team())) {
     reactor->Finish(grpc::Status(grpc::StatusCode::NOT_FOUND, absl::StrCat("team '", req->team(), "' is not a team")));
@@ -199,8 +249,12 @@ grpc::ServerUnaryReactor* AdmissionServiceImpl::ListJobs(grpc::CallbackServerCon
 grpc::ServerUnaryReactor* AdmissionServiceImpl::GetJob(grpc::CallbackServerContext* ctx, const v1::GetJobRequest* req,
                                                        v1::JobInfo* resp) {
   auto* reactor = ctx->DefaultReactor();
+  if (grpc::Status bad = CheckJobId("job", req->job()); !bad.ok()) {
+    reactor->Finish(bad);
+    return reactor;
+  }
   auto model = loop_->Published();
-  if (!model->FindJob(req->job())) {
+  if (!model->FindJobAny(req->job())) {
     reactor->Finish(grpc::Status(grpc::StatusCode::NOT_FOUND, absl::StrCat("job '", req->job(), "' is not known")));
     return reactor;
   }
@@ -219,9 +273,17 @@ class AdmissionServiceImpl::Waiter : public QueuedWriter<v1::WaitAdmissionRespon
   void Start(std::shared_ptr<Waiter> self, std::unique_ptr<StreamLimiter::Slot> slot) {
     self_ = self;
     slot_ = std::move(slot);
+    bool closing;
     {
       std::lock_guard<std::mutex> lock(svc_->mu_);
+      closing = svc_->closing_;
       svc_->registry_[job_].push_back(self);
+    }
+    if (closing) {
+      // Opened after shutdown began: UNAVAILABLE (retry elsewhere or later),
+      // never left for the server's shutdown deadline to CANCEL.
+      Close(grpc::Status(grpc::StatusCode::UNAVAILABLE, "the broker is shutting down; reconnect"));
+      return;
     }
     Check();
   }
@@ -237,7 +299,7 @@ class AdmissionServiceImpl::Waiter : public QueuedWriter<v1::WaitAdmissionRespon
     std::lock_guard<std::recursive_mutex> lock(mu_);
     if (finished()) return;
     auto model = svc_->loop_->Published();
-    const v1::JobInfo* j = model->FindJob(job_);
+    const v1::JobInfo* j = model->FindJobAny(job_);
     if (!j) {
       if (!sent_any_) {
         Done(grpc::Status(grpc::StatusCode::NOT_FOUND, absl::StrCat("job '", job_, "' is not known")));
@@ -254,7 +316,7 @@ class AdmissionServiceImpl::Waiter : public QueuedWriter<v1::WaitAdmissionRespon
       last_ = *j;
       sent_any_ = true;
       Send(std::move(r));
-      if (j->state() == v1::JOB_STATE_ADMITTED) FinishAfterWrites();
+      if (j->state() == v1::JOB_STATE_ADMITTED || Retained(*j)) FinishAfterWrites();
     }
   }
 
@@ -308,6 +370,7 @@ void AdmissionServiceImpl::CloseStreams() {
   std::vector<std::shared_ptr<Waiter>> waiters;
   {
     std::lock_guard<std::mutex> lock(mu_);
+    closing_ = true;
     for (const auto& [job, list] : registry_) waiters.insert(waiters.end(), list.begin(), list.end());
   }
   for (auto& w : waiters) {

@@ -297,6 +297,7 @@ void CoreLoop::ApplyBatch(std::vector<Pending> batch) {
   absl::flat_hash_map<std::string, const core::Event*> last_event;  // per job, for ended/rejected rows
   std::vector<std::vector<core::Event>> applied_events;  // of journalled commands, in order
   auto apply = [&](const v1::Command& command) -> std::vector<core::Event> {
+  std::vector<std::string> quiet;  // changed with no event (QuietlyChangedIds)
     const uint64_t quota_generation = broker_->QuotaGeneration();
     std::vector<core::Event> events = broker_->Apply(command, now);
     // A tide change replaces the quota in force during any command.
@@ -312,6 +313,9 @@ void CoreLoop::ApplyBatch(std::vector<Pending> batch) {
     std::vector<std::string> ids;
     CommandJobs(command, &ids);
     for (const auto& e : events) ids.push_back(e.job);
+    // Re-read for readers, but no query-table row: a recomputed reason is
+    // not a state change, and rows for every waiting job would swamp the ledger.
+    for (const auto& id : broker_->QuietlyChangedIds()) quiet.push_back(id);
     for (auto& id : ids) {
       if (!id.empty() && seen.insert(id).second) touched.push_back(id);
     }
@@ -360,7 +364,10 @@ void CoreLoop::ApplyBatch(std::vector<Pending> batch) {
   // Query table rows for every job the batch touched.
   for (const auto& id : touched) {
     ledger::JobRow row;
-    if (auto view = broker_->GetJob(id)) {
+    auto view = broker_->GetJob(id);
+    // A retained ended job keeps the row written when it ended.
+    if (view && (view->state == v1::JOB_STATE_ENDED || view->state == v1::JOB_STATE_REJECTED)) view.reset();
+    if (view) {
       row.job = id;
       row.team = view->team;
       row.cluster = view->cluster;
@@ -410,6 +417,9 @@ void CoreLoop::ApplyBatch(std::vector<Pending> batch) {
   if (!LedgerHealth().ok()) {
     spdlog::info("ledger: a commit succeeded again (seq {}); accepting writes", seq_);
     SetLedgerHealth(absl::OkStatus());
+  }
+  for (auto& id : quiet) {
+    if (seen.insert(id).second) touched.push_back(std::move(id));
   }
   auto model = ReadModel::Update(*before, *broker_, seq_, touched, all_teams);
   {

@@ -17,6 +17,8 @@ v1::JobInfo ToJobInfo(const core::JobView& v, const v1::JobSpec* spec) {
   out.set_priority(v.priority);
   out.set_created_at_ms(v.created_at);
   out.set_admitted_at_ms(v.admitted_at < 0 ? 0 : v.admitted_at);
+  out.set_last_admitted_at_ms(v.last_admitted_at < 0 ? 0 : v.last_admitted_at);
+  out.set_ended_at_ms(v.ended_at < 0 ? 0 : v.ended_at);
   out.set_borrowing(v.borrowing);
   for (const auto& [name, q] : v.demand) (*out.mutable_demand())[name] = q;
   out.set_reason(v.reason);
@@ -89,8 +91,10 @@ std::shared_ptr<const ReadModel> ReadModel::Build(const core::Broker& broker, in
   m->seq_ = seq;
   m->now_ms_ = broker.Now();
   std::array<Shard, kShards> shards;
-  for (const core::JobView& v : broker.ListJobs()) {
-    shards[ShardOf(v.id)][v.id] = std::make_shared<v1::JobInfo>(ToJobInfo(v, nullptr));
+  for (const auto& list : {broker.ListJobs(), broker.ListEndedJobs()}) {
+    for (const core::JobView& v : list) {
+      shards[ShardOf(v.id)][v.id] = std::make_shared<v1::JobInfo>(ToJobInfo(v, nullptr));
+    }
   }
   for (int i = 0; i < kShards; ++i) m->shards_[i] = std::make_shared<Shard>(std::move(shards[i]));
   m->RebuildTeams(broker);
@@ -127,7 +131,7 @@ std::shared_ptr<const ReadModel> ReadModel::Update(const ReadModel& prev, const 
       team = view->team;
       shard[id] = std::make_shared<v1::JobInfo>(ToJobInfo(*view, nullptr));
     } else {
-      shard.erase(id);  // ended: the ledger's jobs table keeps its history.
+      shard.erase(id);  // its retention ended: the ledger's jobs table keeps its history.
     }
     if (!team.empty()) teams_to_refresh.push_back(team);
   }
@@ -150,10 +154,19 @@ std::shared_ptr<const ReadModel> ReadModel::Update(const ReadModel& prev, const 
   return m;
 }
 
-const v1::JobInfo* ReadModel::FindJob(const std::string& id) const {
+namespace {
+bool Live(v1::JobState s) { return s != v1::JOB_STATE_ENDED && s != v1::JOB_STATE_REJECTED; }
+}  // namespace
+
+const v1::JobInfo* ReadModel::FindJobAny(const std::string& id) const {
   const Shard& shard = *shards_[ShardOf(id)];
   auto it = shard.find(id);
   return it == shard.end() ? nullptr : it->second.get();
+}
+
+const v1::JobInfo* ReadModel::FindJob(const std::string& id) const {
+  const v1::JobInfo* j = FindJobAny(id);
+  return j && Live(j->state()) ? j : nullptr;
 }
 
 std::vector<std::shared_ptr<const v1::JobInfo>> ReadModel::Jobs(const std::string& team, v1::JobState state) const {
@@ -161,7 +174,7 @@ std::vector<std::shared_ptr<const v1::JobInfo>> ReadModel::Jobs(const std::strin
   for (const auto& shard : shards_) {
     for (const auto& [id, job] : *shard) {
       if (!team.empty() && job->team() != team) continue;
-      if (state != v1::JOB_STATE_UNSPECIFIED && job->state() != state) continue;
+      if (state == v1::JOB_STATE_UNSPECIFIED ? !Live(job->state()) : job->state() != state) continue;
       out.push_back(job);
     }
   }

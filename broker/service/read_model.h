@@ -36,8 +36,12 @@ class ReadModel {
   core::Time now_ms() const { return now_ms_; }
   const v1::Config& config() const { return *config_; }
 
+  // A live job (queued, admitted, draining), or nullptr.
   const v1::JobInfo* FindJob(const std::string& id) const;
-  // Jobs of `team` (empty = all) in `state` (UNSPECIFIED = any), by id.
+  // A live job or a retained ended or rejected one, or nullptr.
+  const v1::JobInfo* FindJobAny(const std::string& id) const;
+  // Jobs of `team` (empty = all) in `state` (UNSPECIFIED = every live job;
+  // ENDED or REJECTED = the retained ones), by id.
   std::vector<std::shared_ptr<const v1::JobInfo>> Jobs(const std::string& team, v1::JobState state) const;
   // A page of Jobs(team, state): the first `limit` whose id is greater than
   // `after`, by id. One pass over the jobs, sorting only the page.

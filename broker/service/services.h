@@ -59,6 +59,7 @@ class AdmissionServiceImpl final : public v1::AdmissionService::CallbackService 
   std::mutex mu_;
   // Open streams by job, so a batch wakes only the streams of its jobs.
   absl::flat_hash_map<std::string, std::vector<std::shared_ptr<Waiter>>> registry_;  // guarded by mu_
+  bool closing_ = false;  // CloseStreams ran: new streams end UNAVAILABLE at once. Guarded by mu_.
 };
 
 class QuotaServiceImpl final : public v1::QuotaService::CallbackService {

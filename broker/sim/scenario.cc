@@ -1,5 +1,7 @@
 #include "broker/sim/scenario.h"
 
+#include <limits>
+
 #include "absl/strings/str_cat.h"
 #include "absl/time/time.h"
 #include "broker/sim/expectations.h"
@@ -45,6 +47,10 @@ v1::Config ScenarioConfig(const v1::Scenario& scenario) {
   *config.mutable_clusters() = scenario.clusters();
   *config.mutable_teams() = scenario.teams();
   if (scenario.has_policy()) *config.mutable_policy() = scenario.policy();
+  // Ended jobs stay known for the whole run unless the scenario says otherwise.
+  if (!config.policy().has_ended_job_retention_s()) {
+    config.mutable_policy()->set_ended_job_retention_s(std::numeric_limits<int64_t>::max() / 1000);
+  }
   return config;
 }
 

@@ -1,0 +1,96 @@
+// Why a job waits, stated with the numbers and the node that block it, so
+// that a team lead can tell what would unblock it (docs/jobs.md lists every
+// reason with an example). Each reason starts with a stable code
+// (exceeds_max, capacity, borrow_limit, quota_in_use, ...) that scripts may
+// match; the rest is for people.
+#include <algorithm>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/time/time.h"
+#include "broker/core/admission.h"
+
+namespace tidegate::core {
+
+std::string ReasonTime(Time ms) {
+  return absl::FormatTime("%Y-%m-%dT%H:%M:%SZ", absl::FromUnixMillis(ms), absl::UTCTimeZone());
+}
+
+void Admission::SetReason(Job& job, std::string reason) {
+  if (job.reason == reason) return;
+  job.reason = std::move(reason);
+  s_.NoteQuietChange(job.id);  // readers re-read the job: no event names it.
+}
+
+namespace {
+
+// "40 guaranteed + 16 borrow limit" for node n and resource r.
+std::string Limit(const NodeConfig& nc, int r) {
+  return absl::StrCat(nc.g[r], " guaranteed + ", nc.b[r], " borrow limit");
+}
+
+}  // namespace
+
+std::string Admission::ExceedsMaxReason(const Job& job) const {
+  for (int r = 0; r < s_.R(); ++r) {
+    if (!(job.requested >> r & 1)) continue;
+    const std::string& res = s_.config().resources[r];
+    const Quantity d = job.demand[r];
+    const ClusterConfig& k = s_.config().clusters[job.cluster];
+    if (d > k.capacity[r]) {
+      return absl::StrCat("exceeds_max: the job needs ", d, " ", res, "; cluster ", k.name, " has ", k.capacity[r],
+                          " in all; it waits for a config change");
+    }
+    if (d <= s_.node(job.team).potential[r]) continue;
+    // The lowest node whose own limit is below the demand, else the fleet.
+    for (int a = job.team; a != kRootNode; a = s_.node(a).parent) {
+      const NodeConfig& nc = s_.node(a);
+      if (nc.b[r] != kInfinite && SatAdd(nc.g[r], nc.b[r]) < d) {
+        return absl::StrCat("exceeds_max: ", nc.name, " would use ", d, " ", res, " > ", SatAdd(nc.g[r], nc.b[r]),
+                            " (", Limit(nc, r), ") even with nothing else running; it waits for a config change");
+      }
+    }
+    return absl::StrCat("exceeds_max: the job needs ", d, " ", res, "; ", s_.node(job.team).name,
+                        " can never hold more than ", s_.node(job.team).potential[r],
+                        " (the fleet's capacity less what other teams keep private); it waits for a config change");
+  }
+  return "exceeds_max";
+}
+
+std::string Admission::BindingReason(const Job& job, ResourceMask contested) const {
+  for (int r = 0; r < s_.R(); ++r) {
+    if (!(contested >> r & 1)) continue;
+    const std::string& res = s_.config().resources[r];
+    const Quantity d = job.demand[r];
+    const ClusterConfig& k = s_.config().clusters[job.cluster];
+    if (d > s_.free_capacity(job.cluster, r)) {
+      return absl::StrCat("capacity ", k.name, " ", res, ": the job needs ", d, "; ", k.name, " has ",
+                          std::max<Quantity>(0, s_.free_capacity(job.cluster, r)), " of ", k.capacity[r],
+                          " free; it waits for jobs there to end");
+    }
+    // The lowest node on the path whose own limit g + b - u is short.
+    for (int a = job.team; a != kRootNode; a = s_.node(a).parent) {
+      const NodeConfig& nc = s_.node(a);
+      if (nc.b[r] != kInfinite && SatSub(SatAdd(nc.g[r], nc.b[r]), s_.ns(a).u[r]) < d) {
+        return absl::StrCat("borrow_limit ", nc.name, " ", res, ": ", nc.name, " would use ",
+                            SatAdd(s_.ns(a).u[r], d), " ", res, " > ", SatAdd(nc.g[r], nc.b[r]), " (", Limit(nc, r),
+                            "); it waits for ", nc.name, "'s jobs to end");
+      }
+    }
+    std::vector<Quantity> avail;
+    s_.Available(job.team, &avail);
+    const Quantity fleet = s_.node(kRootNode).g[r];
+    return absl::StrCat("quota_in_use fleet ", res, ": the job needs ", d, "; ", s_.node(job.team).name, " can take ",
+                        std::max<Quantity>(0, avail[r]), " more now (the fleet, all clusters: ",
+                        s_.ns(kRootNode).u[r], " of ", fleet,
+                        " in use or kept for guarantees); it waits for borrowers to leave or jobs to end");
+  }
+  return "waiting";
+}
+
+std::string Admission::BehindHeadReason(const Job& head) const {
+  return absl::StrCat("strict_fifo: behind strict-FIFO head ", head.id, " of ", s_.node(head.team).name,
+                      ", which cannot be admitted yet (see its reason)");
+}
+
+}  // namespace tidegate::core
