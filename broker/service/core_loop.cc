@@ -296,8 +296,8 @@ void CoreLoop::ApplyBatch(std::vector<Pending> batch) {
   bool all_teams = false;
   absl::flat_hash_map<std::string, const core::Event*> last_event;  // per job, for ended/rejected rows
   std::vector<std::vector<core::Event>> applied_events;  // of journalled commands, in order
-  auto apply = [&](const v1::Command& command) -> std::vector<core::Event> {
   std::vector<std::string> quiet;  // changed with no event (QuietlyChangedIds)
+  auto apply = [&](const v1::Command& command) -> std::vector<core::Event> {
     const uint64_t quota_generation = broker_->QuotaGeneration();
     std::vector<core::Event> events = broker_->Apply(command, now);
     // A tide change replaces the quota in force during any command.
