@@ -82,6 +82,7 @@ struct ImportOptions {
   std::string column;                       // -> used
   std::string queued_column;                // -> queued
   std::string resource = "gpu";
+  bool create = false;  // make a new ledger file when --db is missing
 };
 
 struct ParsedUsage {
@@ -222,16 +223,22 @@ int RunImportUsage(const ImportOptions& o, const Io& io) {
   }
   // The broker's lock (ledger/ledger_lock.h), so an import and a broker never
   // write the same ledger. Declared before the store: released after it.
-  auto lock = ledger::LedgerLock::Acquire(o.db, /*create=*/true);
+  auto lock = ledger::LedgerLock::Acquire(o.db, o.create);
   if (absl::IsUnavailable(lock.status())) {
     err << prefix << lock.status().message() << "; stop the broker, import, then start it again\n";
     return kExitConflict;
   }
   if (!lock.ok()) {
-    err << prefix << lock.status().message() << "\n";
+    err << prefix << lock.status().message();
+    if (absl::IsNotFound(lock.status())) err << "; pass --create to make a new ledger file";
+    err << "\n";
     return kExitBadInput;
   }
-  auto store = ledger::OpenSqliteStore(o.db, ledger::SqliteOptions{});
+  // A missing ledger is an error unless asked for: quietly creating one
+  // where a broker's ledger was lost would hide the loss.
+  ledger::SqliteOptions sqlite;
+  sqlite.create = o.create;
+  auto store = ledger::OpenSqliteStore(o.db, sqlite);
   if (!store.ok()) {
     err << prefix << store.status().message() << "\n";
     return kExitBadInput;
@@ -297,7 +304,9 @@ void AddLedgerCommand(CLI::App& app, const Io& io, int* exit_code) {
       "write hourly usage from a CSV (an accounting export) into a ledger no broker holds,\n"
       "so forecasts have history from the start (exit 0 imported, 2 bad file, 4 ledger in\n"
       "use by a broker or already has those hours)");
-  imp->add_option("--db", import->db, "the SQLite ledger file (created if missing)")->required();
+  imp->add_option("--db", import->db, "the SQLite ledger file")->required();
+  imp->add_flag("--create", import->create,
+                "create --db if it is missing (then start the broker on it with tidegated --init)");
   imp->add_option("CSV", import->csv, "hourly usage, one row per team and hour, with a header")
       ->required();
   imp->add_option("--column", import->column,

@@ -5,12 +5,13 @@
 // Exit: 0 consistent; 1 differences found (listed); 2 the file cannot be
 // opened or is not a Tidegate ledger.
 //
-// `tidegate ledger import-usage --db FILE CSV --column NAME [--queued-column
+// `tidegate ledger import-usage --db FILE [--create] CSV --column NAME [--queued-column
 // NAME] [--team-column team | --team T] [--wallclock-column wallclock]
 // [--time-column hour_start_s] [--resource gpu]` (issue 6): writes hourly
 // usage rows (ledger/store.h UsageRow: GPUs × 3600 resource-seconds) from an
 // accounting export into a ledger, in one transaction, so that ForecastService
-// has history before the broker has run for weeks. Hours come from the
+// has history before the broker has run for weeks. A missing FILE is refused
+// unless --create (never quietly replacing a lost ledger). Hours come from the
 // wallclock column (UTC) when the file has one, else from the time column as
 // Unix seconds. Offline: it takes the ledger lock like tidegated (ledger/ledger_lock.h) and refuses a
 // ledger a broker holds; it refuses hours the ledger already has for a team

@@ -375,7 +375,7 @@ absl::StatusOr<std::unique_ptr<Store>> OpenSqliteStore(const std::string& path,
         "ledger ", path, " holds no tables: it is empty or lost its WAL (", path,
         "-wal); a new ledger is only created when asked (tidegated --init)"));
   }
-  const bool new_ledger = new_file;
+  const bool new_ledger = new_file && options.init;
   TIDEGATE_RETURN_IF_ERROR(MigrateSchema(db.get(), path));
   auto store = std::make_unique<SqliteStore>(std::move(db), options.read_only);
   // A journal that ends before the last acknowledged seq lost commits (a

@@ -292,8 +292,28 @@ TEST_F(SqliteStoreTest, ANewLedgerStartsANewRecord) {
   std::filesystem::remove(path_);
   std::filesystem::remove(path_ + "-wal");
   std::filesystem::remove(path_ + "-shm");
-  ASSERT_TRUE(OpenSqliteStore(path_, {}).ok());  // created on purpose
+  SqliteOptions init;
+  init.init = true;
+  ASSERT_TRUE(OpenSqliteStore(path_, init).ok());  // created on purpose
   EXPECT_EQ(ReadAckedSeq(path_).value(), 0);
+}
+
+// Only the broker's --init starts a new record: a tool that creates a file
+// where a ledger was lost must not erase the evidence of the loss.
+TEST_F(SqliteStoreTest, CreatingAFileWithoutInitKeepsAndChecksTheRecord) {
+  {
+    auto store = OpenSqliteStore(path_, {}).value();
+    Batch batch;
+    batch.journal = {Entry(1), Entry(2)};
+    ASSERT_TRUE(store->Commit(batch).ok());
+  }
+  std::filesystem::remove(path_);
+  std::filesystem::remove(path_ + "-wal");
+  std::filesystem::remove(path_ + "-shm");
+  auto created = OpenSqliteStore(path_, {});
+  EXPECT_EQ(created.status().code(), absl::StatusCode::kDataLoss);
+  EXPECT_THAT(created.status().message(), HasSubstr("seq 2 was acknowledged"));
+  EXPECT_EQ(ReadAckedSeq(path_).value(), 2);
 }
 
 TEST_F(SqliteStoreTest, WithoutCreateAMissingOrTablelessFileIsRefused) {

@@ -141,6 +141,12 @@ struct SqliteOptions {
   // false: NOT_FOUND when the file is missing, FAILED_PRECONDITION when it
   // holds no tables, rather than creating a new ledger.
   bool create = true;
+  // The opener starts a new ledger (tidegated --init): a new file (missing
+  // or 0 bytes) restarts LEDGER.acked at 0. Otherwise the record is kept and
+  // checked, so a tool that merely creates a file where a ledger was (e.g.
+  // `tidegate ledger import-usage --create`) cannot erase the evidence that
+  // acknowledged commits are missing.
+  bool init = false;
 };
 // Opens (creating if missing, unless !create) a SQLite ledger at `path`,
 // running forward schema migrations. FAILED_PRECONDITION naming the versions when the file's

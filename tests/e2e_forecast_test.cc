@@ -14,6 +14,7 @@
 
 #include <chrono>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <memory>
 #include <sstream>
@@ -120,7 +121,7 @@ class ForecastE2eTest : public ::testing::Test {
  protected:
   void SetUp() override {
     db_ = dir_.File("ledger.db");
-    const Ran imported = Cli({"ledger", "import-usage", "--db", db_, Helios(), "--column",
+    const Ran imported = Cli({"ledger", "import-usage", "--create", "--db", db_, Helios(), "--column",
                               "demand_gpus"});
     ASSERT_EQ(imported.code, 0) << imported.err;
     EXPECT_THAT(imported.out, HasSubstr("imported 11904 hourly gpu rows of 16 teams"));
@@ -322,6 +323,13 @@ TEST_F(ForecastE2eTest, ImportRefusesALedgerABrokerHoldsAndHoursItHas) {
                        Fixture("bad-value.csv"), "--column", "demand_gpus", "--team", "x"});
   EXPECT_EQ(bad.code, 2) << bad.err;
   EXPECT_THAT(bad.err, HasSubstr("bad-value.csv:4: demand_gpus: \"abc\" is not a number"));
+
+  // A missing ledger is made only when asked: not where a broker's was lost.
+  const Ran missing = Cli({"ledger", "import-usage", "--db", dir_.File("missing.db"), Helios(), "--column",
+                           "demand_gpus"});
+  EXPECT_EQ(missing.code, 2) << missing.err;
+  EXPECT_THAT(missing.err, HasSubstr("pass --create"));
+  EXPECT_FALSE(std::filesystem::exists(dir_.File("missing.db")));
 }
 
 }  // namespace

@@ -39,18 +39,24 @@ teams:
 policy: {default_grace_s: 0, tick_s: 1}
 )";
 
-// gRPC health (grpc.health.v1.Health/Check for the whole server), read from
-// the raw response: field 1, varint; 1 = SERVING, 2 = NOT_SERVING.
-int HealthStatus(const std::shared_ptr<grpc::Channel>& channel) {
+// gRPC health (grpc.health.v1.Health/Check for `service`, "" = the whole
+// server), read from the raw response: field 1, varint; 1 = SERVING, 2 =
+// NOT_SERVING.
+int HealthStatus(const std::shared_ptr<grpc::Channel>& channel, const std::string& service = "") {
   grpc::ClientContext ctx;
   ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(5));
-  grpc::Slice empty("");
-  grpc::ByteBuffer request(&empty, 1);
+  std::string raw_request;
+  if (!service.empty()) raw_request = std::string("\x0a") + static_cast<char>(service.size()) + service;
+  grpc::Slice request_slice(raw_request);
+  grpc::ByteBuffer request(&request_slice, 1);
   grpc::ByteBuffer response;
   const grpc::internal::RpcMethod method("/grpc.health.v1.Health/Check", grpc::internal::RpcMethod::NORMAL_RPC);
   grpc::Status s = grpc::internal::BlockingUnaryCall<grpc::ByteBuffer, grpc::ByteBuffer>(channel.get(), method, &ctx,
                                                                                        request, &response);
-  if (!s.ok()) return -1;
+  if (!s.ok()) {
+    ADD_FAILURE() << "health check of '" << service << "': " << s.error_code() << " " << s.error_message();
+    return -1;
+  }
   std::vector<grpc::Slice> slices;
   if (!response.Dump(&slices).ok()) return -1;
   std::string bytes;
@@ -104,6 +110,28 @@ std::pair<int, std::string> Verify(const testing::TempDir& dir, const std::strin
   return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, text.str()};
 }
 
+// `tidegate ledger import-usage --db DB [--create] CSV --column gpus`: exit
+// code and output.
+std::pair<int, std::string> ImportUsage(const testing::TempDir& dir, const std::string& db, bool create) {
+  const std::string csv = dir.File("usage.csv");
+  std::ofstream(csv) << "team,hour_start_s,gpus\nred,1699999200,2\n";
+  const std::string out = dir.File("import.out");
+  const std::string cmd = testing::ServerProcess::BinDir() + "/tidegate ledger import-usage --db " + db +
+                          (create ? " --create " : " ") + csv + " --column gpus > " + out + " 2>&1";
+  const int status = std::system(cmd.c_str());
+  std::ifstream in(out);
+  std::stringstream text;
+  text << in.rdbuf();
+  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, text.str()};
+}
+
+std::string ReadText(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
 class LedgerFaultTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -143,6 +171,51 @@ TEST_F(LedgerFaultTest, AMissingLedgerIsRefusedUnlessInitAsksForOne) {
   testing::ServerProcess created(config_, db_);  // --init
   ASSERT_TRUE(created.Start()) << created.Stderr();
   EXPECT_TRUE(Admit(created.Channel(), "j1").ok());
+}
+
+// A deleted ledger must not come back empty through import-usage: without
+// --create it refuses the missing file; with it, the acknowledged-seq record
+// still vouches for the lost journal; and a file import-usage made holds no
+// broker state, which tidegated opens only with --init.
+TEST_F(LedgerFaultTest, ImportUsageCannotTurnALostLedgerIntoANewOne) {
+  {
+    testing::ServerProcess broker(config_, db_);
+    ASSERT_TRUE(broker.Start()) << broker.Stderr();
+    ASSERT_TRUE(Admit(broker.Channel(), "j1").ok());
+    ASSERT_TRUE(Admit(broker.Channel(), "j2").ok());
+    ASSERT_EQ(broker.Terminate(), 0);
+  }
+  const std::string acked = ReadText(db_ + ".acked");
+  ASSERT_THAT(acked, HasSubstr("acked "));
+  for (const char* suffix : {"", "-wal", "-shm"}) std::filesystem::remove(db_ + suffix);
+
+  auto [missing_code, missing_out] = ImportUsage(dir_, db_, /*create=*/false);
+  EXPECT_EQ(missing_code, 2) << missing_out;
+  EXPECT_THAT(missing_out, HasSubstr("pass --create"));
+  EXPECT_FALSE(std::filesystem::exists(db_));
+  auto [created_code, created_out] = ImportUsage(dir_, db_, /*create=*/true);
+  EXPECT_EQ(created_code, 2) << created_out;
+  EXPECT_THAT(created_out, HasSubstr("was acknowledged"));
+  EXPECT_EQ(ReadText(db_ + ".acked"), acked);  // the record is neither reset nor rewritten lower
+  testing::ServerProcess refused(config_, db_);
+  refused.set_init(false);
+  EXPECT_FALSE(refused.Start());
+  EXPECT_EQ(refused.exit_code(), 1);
+  EXPECT_THAT(refused.Stderr(), HasSubstr("seq 2 was acknowledged"));
+
+  // A fresh path: the imported history opens only with --init.
+  const std::string fresh = dir_.File("fresh.db");
+  auto [fresh_code, fresh_out] = ImportUsage(dir_, fresh, /*create=*/true);
+  ASSERT_EQ(fresh_code, 0) << fresh_out;
+  testing::ServerProcess no_init(config_, fresh);
+  no_init.set_init(false);
+  EXPECT_FALSE(no_init.Start());
+  EXPECT_EQ(no_init.exit_code(), 1);
+  EXPECT_THAT(no_init.Stderr(), HasSubstr("holds no broker state"));
+  EXPECT_THAT(no_init.Stderr(), HasSubstr("pass --init"));
+  testing::ServerProcess init(config_, fresh);
+  ASSERT_TRUE(init.Start()) << init.Stderr();
+  EXPECT_TRUE(Admit(init.Channel(), "j1").ok());
 }
 
 TEST_F(LedgerFaultTest, AnEmptyLedgerFileIsRefusedUnlessInitAsksForOne) {
@@ -224,11 +297,19 @@ TEST_F(LedgerFaultTest, AFullDiskStopsWritesNotReadsAndWritesResumeWhenSpaceIsFr
   ASSERT_EQ(refused.error_code(), grpc::StatusCode::UNAVAILABLE) << refused.error_message();
   EXPECT_THAT(refused.error_message(), HasSubstr("disk is full"));
   EXPECT_EQ(HealthStatus(channel), kNotServing);
+  // Per service: the ones that write are out, the read-only ones serve on.
+  for (const char* writer : {"tidegate.v1.AdmissionService", "tidegate.v1.ElasticService", "tidegate.v1.AgentService"}) {
+    EXPECT_EQ(HealthStatus(channel, writer), kNotServing) << writer;
+  }
+  for (const char* reader : {"tidegate.v1.QuotaService", "tidegate.v1.ForecastService"}) {
+    EXPECT_EQ(HealthStatus(channel, reader), kServing) << reader;
+  }
   EXPECT_TRUE(GetJob(channel, "before").ok());  // reads go on
   EXPECT_EQ(GetJob(channel, refused_job).error_code(), grpc::StatusCode::NOT_FOUND);
 
   std::filesystem::remove(filler);
   ASSERT_TRUE(Eventually([&] { return HealthStatus(channel) == kServing; })) << broker.Stderr();
+  EXPECT_EQ(HealthStatus(channel, "tidegate.v1.AdmissionService"), kServing);
   EXPECT_TRUE(Admit(channel, refused_job).ok());
   EXPECT_TRUE(GetJob(channel, refused_job).ok());
   EXPECT_THAT(broker.Stderr(), HasSubstr("health: NOT_SERVING: the ledger cannot be written: "));

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <deque>
+#include <mutex>
 #include <optional>
 #include <string>
 
@@ -50,9 +51,11 @@ class AgentServiceImpl::Connection : public grpc::ServerBidiReactor<v1::AgentMes
 
   const std::string& cluster() const { return cluster_; }
 
-  // LogProblems, and when the broker's queue refused the command, ends the
-  // stream: the agent reconnects and replays its view, so nothing it saw is
-  // lost for good.
+  // LogProblems, and when the broker refused the command (its queue is full,
+  // or the ledger refuses writes), ends the stream: the agent reconnects and
+  // replays its view, so nothing it saw (a job that ended) is lost for good.
+  // Only these two: a command that ran and was rejected would be refused
+  // again on replay.
   service::Done Logged(std::string what) {
     std::weak_ptr<Connection> weak;
     {
@@ -60,7 +63,8 @@ class AgentServiceImpl::Connection : public grpc::ServerBidiReactor<v1::AgentMes
       weak = self_;
     }
     return [weak, log = LogProblems(std::move(what))](absl::StatusOr<Applied> applied) {
-      if (!applied.ok() && applied.status().code() == absl::StatusCode::kResourceExhausted) {
+      if (!applied.ok() && (applied.status().code() == absl::StatusCode::kResourceExhausted ||
+                            applied.status().code() == absl::StatusCode::kUnavailable)) {
         if (auto self = weak.lock()) {
           self->Close(grpc::Status(grpc::StatusCode::UNAVAILABLE,
                                    absl::StrCat(applied.status().message(), "; reconnect and send the view again")));
@@ -324,13 +328,33 @@ class AgentServiceImpl::Connection : public grpc::ServerBidiReactor<v1::AgentMes
       SendSynced(model.seq());
       return;
     }
+    // `synced` tells the agent the broker holds its view: only when every
+    // command of the reconcile was applied (a refused one ends the stream).
+    struct Outcome {
+      std::mutex mu;
+      size_t left;
+      bool all_ok = true;
+      int64_t seq = 0;
+    };
+    auto outcome = std::make_shared<Outcome>();
+    outcome->left = commands.size();
     for (size_t i = 0; i < commands.size(); ++i) {
-      const bool last = i + 1 == commands.size();
       service::Done log = Logged(absl::StrCat("reconcile ", cluster));
-      loop->Submit(std::move(commands[i]), [self, last, log](absl::StatusOr<Applied> applied) {
-        const int64_t seq = applied.ok() ? applied->model->seq() : 0;
+      loop->Submit(std::move(commands[i]), [self, outcome, log](absl::StatusOr<Applied> applied) {
+        bool send = false;
+        int64_t seq = 0;
+        {
+          std::lock_guard<std::mutex> lock(outcome->mu);
+          if (applied.ok()) {
+            outcome->seq = std::max(outcome->seq, applied->model->seq());
+          } else {
+            outcome->all_ok = false;
+          }
+          send = --outcome->left == 0 && outcome->all_ok;
+          seq = outcome->seq;
+        }
         log(std::move(applied));
-        if (last && self) self->SendSynced(seq);
+        if (send && self) self->SendSynced(seq);
       });
     }
   }

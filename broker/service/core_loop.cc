@@ -1,7 +1,9 @@
 #include "broker/service/core_loop.h"
 
 #include <algorithm>
+#include <tuple>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "broker/service/recovery.h"
@@ -66,6 +68,39 @@ const char* StateName(v1::JobState s) {
   }
 }
 
+// Rows with the same key add up in the ledger, so they add up here too.
+std::vector<ledger::UsageRow> MergeUsageRows(std::vector<ledger::UsageRow> rows) {
+  std::vector<ledger::UsageRow> merged;
+  absl::flat_hash_map<std::tuple<std::string, std::string, int64_t>, size_t> at;
+  for (ledger::UsageRow& r : rows) {
+    auto [it, fresh] = at.try_emplace(std::make_tuple(r.team, r.resource, r.hour_start_ms), merged.size());
+    if (fresh) {
+      merged.push_back(std::move(r));
+      continue;
+    }
+    ledger::UsageRow& into = merged[it->second];
+    into.used += r.used;
+    into.borrowed += r.borrowed;
+    into.lent += r.lent;
+    into.queued += r.queued;
+  }
+  return merged;
+}
+
+std::vector<ledger::LoanRow> MergeLoanRows(std::vector<ledger::LoanRow> rows) {
+  std::vector<ledger::LoanRow> merged;
+  absl::flat_hash_map<std::tuple<std::string, std::string, std::string, std::string>, size_t> at;
+  for (ledger::LoanRow& r : rows) {
+    auto [it, fresh] = at.try_emplace(std::make_tuple(r.borrower, r.lender, r.resource, r.day), merged.size());
+    if (fresh) {
+      merged.push_back(std::move(r));
+    } else {
+      merged[it->second].amount += r.amount;
+    }
+  }
+  return merged;
+}
+
 }  // namespace
 
 CoreLoop::CoreLoop(std::unique_ptr<core::Broker> broker, std::unique_ptr<ledger::Store> store, Clock* clock,
@@ -79,10 +114,15 @@ CoreLoop::CoreLoop(std::unique_ptr<core::Broker> broker, std::unique_ptr<ledger:
 
 absl::StatusOr<std::unique_ptr<CoreLoop>> CoreLoop::Open(const v1::Config& config,
                                                          std::unique_ptr<ledger::Store> store, Clock* clock,
-                                                         CoreLoopOptions options) {
+                                                         CoreLoopOptions options, bool init) {
   absl::StatusOr<RecoveredCore> recovered = RecoverCore(*store);
   std::unique_ptr<core::Broker> broker;
   int64_t seq = 0;
+  if (absl::IsNotFound(recovered.status()) && !init) {
+    return absl::FailedPreconditionError(
+        "the ledger holds no broker state (no snapshot, no journal): it was not written by a broker (e.g. "
+        "made by `tidegate ledger import-usage`) or lost its state; pass --init to start a new ledger in it");
+  }
   if (absl::IsNotFound(recovered.status())) {
     auto created = core::Broker::Create(config, clock->NowMs());
     if (!created.ok()) return created.status();
@@ -170,17 +210,7 @@ void CoreLoop::Respond() {
   }
 }
 
-void CoreLoop::DryRun(v1::Command command, Done done) {
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    if (!stopping_) {
-      queue_.push_back(Pending{std::move(command), std::move(done), /*dry_run=*/true});
-      wake_.notify_one();
-      return;
-    }
-  }
-  done(absl::UnavailableError("the broker is shutting down"));
-}
+void CoreLoop::DryRun(v1::Command command, Done done) { Enqueue(std::move(command), std::move(done), /*dry_run=*/true); }
 
 absl::Status CoreLoop::CheckSize(const v1::Command& command) const {
   const bool config_sized = ConfigSized(command);
@@ -197,7 +227,9 @@ int64_t CoreLoop::queued_for_tests() const {
   return static_cast<int64_t>(queue_.size());
 }
 
-void CoreLoop::Submit(v1::Command command, Done done) {
+void CoreLoop::Submit(v1::Command command, Done done) { Enqueue(std::move(command), std::move(done), /*dry_run=*/false); }
+
+void CoreLoop::Enqueue(v1::Command command, Done done, bool dry_run) {
   if (auto s = CheckSize(command); !s.ok()) {
     done(s);
     return;
@@ -214,7 +246,7 @@ void CoreLoop::Submit(v1::Command command, Done done) {
       refused = absl::ResourceExhaustedError(absl::StrCat("the broker's command queue is full (", queue_.size(),
                                                           " commands waiting, --max-queued-commands); retry later"));
     } else {
-      queue_.push_back(Pending{std::move(command), std::move(done)});
+      queue_.push_back(Pending{std::move(command), std::move(done), dry_run});
       wake_.notify_one();
       return;
     }
@@ -255,9 +287,12 @@ void CoreLoop::Run() {
     {
       std::unique_lock<std::mutex> lock(mu_);
       // Sleep until work arrives, a deadline of the core is due, or a tick.
+      // While writes are refused, only the retry is worth waking for: a due
+      // deadline or tick stays due (every attempt before the retry is
+      // refused), so waiting for it would spin.
       core::Time next = last_tick_ + TickMs(*broker_);
       if (auto d = broker_->NextDeadline(); d && !core_dirty_) next = std::min(next, *d);
-      if (!ledger_health_.ok()) next = std::min(next, retry_commit_at_);
+      if (!ledger_health_.ok()) next = retry_commit_at_;
       const core::Time wait = std::max<core::Time>(0, next - clock_->NowMs());
       wake_.wait_for(lock, std::chrono::milliseconds(wait), [&] { return !queue_.empty() || stopping_; });
       while (!queue_.empty() && static_cast<int64_t>(batch.size()) < options_.max_batch) {
@@ -405,11 +440,14 @@ void CoreLoop::ApplyBatch(std::vector<Pending> batch) {
     last_snapshot_seq_ = seq_;
   }
   if (!unwritten_usage_.empty() || !unwritten_loans_.empty()) {
+    // Merged by key, so a long outage holds one row per key, not one per retry.
     out.usage.insert(out.usage.end(), unwritten_usage_.begin(), unwritten_usage_.end());
     out.loans.insert(out.loans.end(), unwritten_loans_.begin(), unwritten_loans_.end());
+    out.usage = MergeUsageRows(std::move(out.usage));
+    out.loans = MergeLoanRows(std::move(out.loans));
   }
   if (auto s = store_->Commit(out); !s.ok()) {
-    CommitFailed(s, std::move(batch), std::move(out));
+    CommitFailed(s, std::move(batch), std::move(out), now);
     return;
   }
   unwritten_usage_.clear();
@@ -441,7 +479,8 @@ void CoreLoop::ApplyBatch(std::vector<Pending> batch) {
   }
 }
 
-void CoreLoop::CommitFailed(const absl::Status& failure, std::vector<Pending> batch, ledger::Batch refused) {
+void CoreLoop::CommitFailed(const absl::Status& failure, std::vector<Pending> batch, ledger::Batch refused,
+                            core::Time now) {
   // The core has applied what the ledger did not record. Nothing of the batch
   // is acknowledged; the core goes back to what the ledger holds, which is
   // exactly what was acknowledged. Usage already happened, so its rows wait
@@ -455,8 +494,17 @@ void CoreLoop::CommitFailed(const absl::Status& failure, std::vector<Pending> ba
   SetLedgerHealth(absl::UnavailableError(absl::StrCat("the ledger cannot be written: ", failure.message())));
   retry_commit_at_ = clock_->NowMs() + options_.retry_commit_after_ms;
   core_dirty_ = true;
-  ReloadCore();
-  Refuse(std::move(batch));
+  if (ReloadCore()) {
+    // The accountant holds the refused batch's usage from `now` on; the
+    // acknowledged state replaces it, so refused admissions accrue nothing.
+    Account(now, /*take_rows=*/false, nullptr, nullptr);
+  }
+  // Disk full and read-only fail before anything is written; another I/O
+  // error may fail after the WAL holds the batch, so it may be in force.
+  const bool surely_unwritten = failure.code() == absl::StatusCode::kResourceExhausted ||
+                                failure.code() == absl::StatusCode::kFailedPrecondition ||
+                                failure.code() == absl::StatusCode::kInvalidArgument;
+  Refuse(std::move(batch), surely_unwritten);
 }
 
 bool CoreLoop::ReloadCore() {
@@ -474,9 +522,11 @@ bool CoreLoop::ReloadCore() {
   return true;
 }
 
-void CoreLoop::Refuse(std::vector<Pending> batch) {
+void CoreLoop::Refuse(std::vector<Pending> batch, bool surely_unwritten) {
   const absl::Status refused = absl::UnavailableError(absl::StrCat(
-      LedgerHealth().message(), "; nothing was changed, retry later"));
+      LedgerHealth().message(), surely_unwritten ? "; nothing was changed, retry later"
+                                                 : "; the command may not have been applied; retrying is safe "
+                                                   "(admit is idempotent per job id)"));
   std::lock_guard<std::mutex> lock(answers_mu_);
   for (Pending& p : batch) {
     if (p.done) answers_.push_back({std::move(p.done), refused});

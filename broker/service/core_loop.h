@@ -71,28 +71,35 @@ struct CoreLoopOptions {
 
 class CoreLoop {
  public:
-  // Recovers the core from the store (latest snapshot + journal tail), or
-  // creates it from `config` when the store is empty. If the store's config
+  // Recovers the core from the store (latest snapshot + journal tail). A
+  // store with no snapshot and no journal gets a new core from `config` only
+  // with `init` (tidegated --init); without it FAILED_PRECONDITION, since
+  // such a file is not a ledger a broker wrote (e.g. one made by `tidegate
+  // ledger import-usage`) and starting empty would silently drop every job.
+  // If the store's config
   // differs from `config`, `config` is applied as a journalled command and
   // the field-by-field diff is logged (docs/config.md: the file given at
   // start-up is the config in force).
   static absl::StatusOr<std::unique_ptr<CoreLoop>> Open(const v1::Config& config, std::unique_ptr<ledger::Store> store,
-                                                        Clock* clock, CoreLoopOptions options);
+                                                        Clock* clock, CoreLoopOptions options, bool init);
   ~CoreLoop();  // Stop()s.
 
   void Start();
   // Queues a command; `done` runs on the responder thread after the batch
   // holding it is durable. When the ledger cannot be written (a commit
-  // failed: disk full, read-only, I/O error) `done` gets UNAVAILABLE and the
-  // command changes nothing: the core is reloaded from the ledger, writes are
+  // failed: disk full, read-only, I/O error) `done` gets UNAVAILABLE; after
+  // disk full or read-only the command changed nothing, after another I/O
+  // error the WAL may hold it (the message says it may have been applied and
+  // a retry is safe). The core is reloaded from the ledger, writes are
   // refused until a retry commits (CoreLoopOptions::retry_commit_after_ms),
   // reads keep the last acknowledged state. After Stop() began, `done` gets
   // UNAVAILABLE at once; past the size limit INVALID_ARGUMENT and with the
   // queue full RESOURCE_EXHAUSTED, at once on the caller's thread.
   void Submit(v1::Command command, Done done);
-  // Like Submit, but the command is applied to a copy of the core (restored
-  // from its snapshot, so O(state)) and neither journalled nor kept: `done`
-  // gets the events the real command would cause now. For dry runs.
+  // Like Submit (the same size limit, unknown-field scrubbing and queue
+  // bound), but the command is applied to a copy of the core (restored from
+  // its snapshot, so O(state)) and neither journalled nor kept: `done` gets
+  // the events the real command would cause now. For dry runs.
   void DryRun(v1::Command command, Done done);
   // Finishes what is queued, writes a snapshot, stops the thread.
   void Stop();
@@ -128,13 +135,16 @@ class CoreLoop {
   void ApplyBatch(std::vector<Pending> batch);
   // The commit-failure path: answers the batch UNAVAILABLE, keeps its usage
   // rows for the next commit, reloads the core from the ledger.
-  void CommitFailed(const absl::Status& failure, std::vector<Pending> batch, ledger::Batch refused);
+  void CommitFailed(const absl::Status& failure, std::vector<Pending> batch, ledger::Batch refused, core::Time now);
   // Reloads the core from the ledger; false (logged) when the ledger cannot
   // be read either, so the core stays unusable until a later retry.
   bool ReloadCore();
   void SetLedgerHealth(absl::Status health);
-  // Answers UNAVAILABLE without applying (writes refused until the retry).
-  void Refuse(std::vector<Pending> batch);
+  // Answers UNAVAILABLE (writes refused until the retry); `surely_unwritten`
+  // says whether the answer may promise that nothing was changed.
+  void Refuse(std::vector<Pending> batch, bool surely_unwritten = true);
+  // Submit and DryRun: the same size limit, field scrubbing and queue bound.
+  void Enqueue(v1::Command command, Done done, bool dry_run);
   absl::Status Snapshot();
   std::vector<core::Event> DryRunEvents(const v1::Command& command, core::Time now) const;
   void Publish(const std::vector<core::Event>& events, const std::vector<std::string>& touched);

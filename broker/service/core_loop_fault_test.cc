@@ -11,6 +11,7 @@
 #include "broker/service/core_loop.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "broker/service/failing_store_for_tests.h"
 #include "ledger/forwarding_store.h"
 #include "ledger/memory_store.h"
 
@@ -27,31 +28,6 @@ teams:
   - {name: blue, quota: {gpu: {guaranteed: 4}}}
 policy: {default_grace_s: 0, tick_s: 1}
 )";
-
-// Commit fails with `failure` while it is set; counts the calls.
-class FailingStore : public ledger::ForwardingStore {
- public:
-  using ForwardingStore::ForwardingStore;
-  absl::Status Commit(const ledger::Batch& batch) override {
-    ++commits_;
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      if (!failure_.ok()) return failure_;
-    }
-    return target()->Commit(batch);
-  }
-  void Fail(absl::Status failure) {
-    std::lock_guard<std::mutex> lock(mu_);
-    failure_ = std::move(failure);
-  }
-  void Heal() { Fail(absl::OkStatus()); }
-  int commits() const { return commits_.load(); }
-
- private:
-  std::mutex mu_;
-  absl::Status failure_;
-  std::atomic<int> commits_{0};
-};
 
 // Records every health change the loop reports.
 class HealthLog {
@@ -88,6 +64,13 @@ v1::Command Submit(const std::string& job, const std::string& team, int64_t gpus
   return command;
 }
 
+// A fake time one minute into an hour after the real now: the ledger's
+// initial state is written at the real time, and a core never goes back.
+core::Time FutureStart() {
+  constexpr core::Time kHourMs = 3'600'000;
+  return (RealClock().NowMs() / kHourMs + 2) * kHourMs + 60'000;
+}
+
 class CoreLoopFaultTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -101,7 +84,7 @@ class CoreLoopFaultTest : public ::testing::Test {
     store_ = failing.get();
     CoreLoopOptions options;
     options.retry_commit_after_ms = retry_ms;
-    auto loop = CoreLoop::Open(config_, std::move(failing), clock_, options);
+    auto loop = CoreLoop::Open(config_, std::move(failing), clock_, options, /*init=*/true);
     ASSERT_TRUE(loop.ok()) << loop.status();
     loop_ = *std::move(loop);
     loop_->SetHealthHook([this](const absl::Status& s) { health_.Record(s); });
@@ -115,11 +98,19 @@ class CoreLoopFaultTest : public ::testing::Test {
   }
 
   int64_t LedgerSeq() { return *memory_->LastSeq(); }
+  // Resource-seconds `team` used, summed over the ledger's usage rows.
+  double UsedSeconds(const std::string& team) {
+    absl::StatusOr<std::vector<ledger::UsageRow>> rows = memory_->Usage(team, 0);
+    EXPECT_TRUE(rows.ok()) << rows.status();
+    double used = 0;
+    for (const auto& row : rows.value_or(std::vector<ledger::UsageRow>{})) used += row.used;
+    return used;
+  }
 
   v1::Config config_;
   std::unique_ptr<ledger::Store> memory_ = ledger::NewMemoryStore();
   RealClock real_clock_;
-  FakeClock fake_clock_{1'700'000'000'000};
+  FakeClock fake_clock_{FutureStart()};
   Clock* clock_ = &real_clock_;
   FailingStore* store_ = nullptr;
   HealthLog health_;
@@ -207,6 +198,131 @@ TEST_F(CoreLoopFaultTest, OpenPassesOverADamagedSnapshotAndReplaysFromAnOlderOne
   ASSERT_NE(loop_->Published()->FindJob("j1"), nullptr);
   ASSERT_NE(loop_->Published()->FindJob("j2"), nullptr);
   EXPECT_EQ(loop_->last_seq(), end);
+}
+
+// A fake clock that counts how often the loop reads it, and wakes waiters
+// once the count passes a mark: a loop that spins reads it without end.
+class CountingClock : public FakeClock {
+ public:
+  using FakeClock::FakeClock;
+  core::Time NowMs() override {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (++reads_ >= mark_) cv_.notify_all();
+    }
+    return FakeClock::NowMs();
+  }
+  int64_t reads() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return reads_;
+  }
+  // Whether `more` further reads happen within `within` (real time).
+  bool ReadsMore(int64_t more, std::chrono::milliseconds within) {
+    std::unique_lock<std::mutex> lock(mu_);
+    mark_ = reads_ + more;
+    return cv_.wait_for(lock, within, [&] { return reads_ >= mark_; });
+  }
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  int64_t reads_ = 0;
+  int64_t mark_ = INT64_MAX;
+};
+
+// While the ledger refuses writes, a due tick or deadline stays due until
+// the retry; the loop must sleep until the retry instead of spinning on it.
+TEST_F(CoreLoopFaultTest, WhileWritesAreRefusedTheLoopSleepsUntilTheRetry) {
+  CountingClock counting(FutureStart());
+  clock_ = &counting;
+  Open(/*retry_ms=*/3'600'000);
+  store_->Fail(absl::ResourceExhaustedError("database or disk is full"));
+  EXPECT_FALSE(Run(Submit("j1", "red", 2)).ok());
+  counting.Advance(60'000);  // ticks (every 1 s) are due; the retry is not.
+  // Wakes the loop, which now sees a due tick.
+  EXPECT_EQ(Run(Submit("j2", "red", 2)).status().code(), absl::StatusCode::kUnavailable);
+  // A sleeping loop reads the clock a few times per wake-up; a spinning one
+  // thousands of times a second.
+  EXPECT_FALSE(counting.ReadsMore(10'000, std::chrono::milliseconds(1000)));
+  loop_.reset();  // before `counting` goes away
+}
+
+// Each retry's commit carries the usage and loans held back from the failed
+// ones; rows of the same key are merged, so what is held stays bounded.
+TEST_F(CoreLoopFaultTest, HeldBackUsageRowsStayBoundedOverManyFailedRetries) {
+  FakeClock& fake = fake_clock_;
+  clock_ = &fake;
+  Open(/*retry_ms=*/1'000);
+  ASSERT_TRUE(Run(Submit("j1", "red", 6)).ok());  // borrows 2 of blue's GPUs: loan rows too
+  store_->Fail(absl::ResourceExhaustedError("database or disk is full"));
+  std::vector<int> held;
+  for (int retry = 0; retry < 40; ++retry) {
+    fake.Advance(1'000);  // within one hour and day of the start
+    EXPECT_EQ(Run(Submit("k", "blue", 1)).status().code(), absl::StatusCode::kUnavailable);
+    held.push_back(store_->held_rows());
+  }
+  // red and blue gpu usage, one loan row: a few rows, however long it fails.
+  EXPECT_GT(held.back(), 0);
+  EXPECT_LE(held.back(), 4) << "rows held after 40 failed retries";
+  EXPECT_EQ(held.back(), held[5]);
+  store_->Heal();
+  fake.Advance(1'000);
+  ASSERT_TRUE(Run(Submit("k", "blue", 1)).ok());
+  // Nothing was lost by merging: red used 6 GPUs for the whole 41 s.
+  const double used_s = UsedSeconds("red");
+  EXPECT_DOUBLE_EQ(used_s, 6.0 * 41);
+}
+
+// The accountant observed the refused batch's usage; after the rollback it
+// must observe the acknowledged state again, or refused admissions accrue.
+TEST_F(CoreLoopFaultTest, ARefusedAdmissionAccruesNoUsage) {
+  FakeClock& fake = fake_clock_;
+  clock_ = &fake;
+  Open(/*retry_ms=*/60'000);
+  ASSERT_TRUE(Run(Submit("j1", "red", 2)).ok());
+  store_->Fail(absl::ResourceExhaustedError("database or disk is full"));
+  EXPECT_FALSE(Run(Submit("big", "red", 6)).ok());
+  fake.Advance(60'000);
+  store_->Heal();
+  ASSERT_TRUE(Run(Submit("k", "blue", 1)).ok());
+  loop_->Stop();  // the final snapshot takes the rows still accumulated
+  const double used_s = UsedSeconds("red");
+  EXPECT_DOUBLE_EQ(used_s, 2.0 * 60) << "only j1's 2 GPUs for 60 s";
+}
+
+// I/O errors other than disk full or read-only can fail after the WAL holds
+// the batch: the answer must not promise that nothing changed.
+TEST_F(CoreLoopFaultTest, AnIoErrorDoesNotPromiseThatNothingChanged) {
+  store_->Fail(absl::UnavailableError("disk I/O error"));
+  absl::StatusOr<Applied> uncertain = Run(Submit("j1", "red", 2));
+  EXPECT_EQ(uncertain.status().code(), absl::StatusCode::kUnavailable);
+  EXPECT_THAT(uncertain.status().message(), HasSubstr("may not have been applied; retrying is safe"));
+  EXPECT_THAT(uncertain.status().message(), ::testing::Not(HasSubstr("nothing was changed")));
+  loop_->Stop();
+  Open(/*retry_ms=*/10);
+  store_->Fail(absl::ResourceExhaustedError("database or disk is full"));
+  EXPECT_THAT(Run(Submit("j2", "red", 2)).status().message(), HasSubstr("nothing was changed"));
+}
+
+// Opening a store with no snapshot and no journal makes a new ledger only
+// when asked (tidegated --init); otherwise it is refused, unchanged.
+TEST(CoreLoopOpenTest, AStoreWithoutStateIsRefusedUnlessInit) {
+  v1::Config config;
+  ASSERT_TRUE(api::LoadYamlString(kConfig, "test.yaml", &config).ok());
+  std::unique_ptr<ledger::Store> memory = ledger::NewMemoryStore();
+  ledger::Batch usage_only;  // what `ledger import-usage` writes
+  usage_only.usage.push_back(ledger::UsageRow{"red", "gpu", 0, 3600, 0, 0, 0});
+  ASSERT_TRUE(memory->Commit(usage_only).ok());
+  RealClock clock;
+  auto refused = CoreLoop::Open(config, std::make_unique<ledger::ForwardingStore>(memory.get()), &clock,
+                                CoreLoopOptions{}, /*init=*/false);
+  EXPECT_EQ(refused.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(refused.status().message(), HasSubstr("pass --init"));
+  EXPECT_FALSE(memory->LatestSnapshot().value().has_value());
+  auto created = CoreLoop::Open(config, std::make_unique<ledger::ForwardingStore>(memory.get()), &clock,
+                                CoreLoopOptions{}, /*init=*/true);
+  ASSERT_TRUE(created.ok()) << created.status();
+  EXPECT_TRUE(memory->LatestSnapshot().value().has_value());
 }
 
 }  // namespace

@@ -33,7 +33,7 @@ class CoreLoopTest : public ::testing::Test {
   void Open(CoreLoopOptions options = {}, bool start = true) {
     v1::Config config;
     ASSERT_TRUE(google::protobuf::TextFormat::ParseFromString(kConfig, &config));
-    auto loop = CoreLoop::Open(config, ledger::NewMemoryStore(), &clock_, options);
+    auto loop = CoreLoop::Open(config, ledger::NewMemoryStore(), &clock_, options, /*init=*/true);
     ASSERT_TRUE(loop.ok()) << loop.status();
     loop_ = *std::move(loop);
     if (start) loop_->Start();
@@ -136,6 +136,29 @@ TEST_F(CoreLoopTest, ACommandLargerThanItsLimitIsInvalidArgumentAndNotJournalled
   set_capacity.mutable_set_capacity()->set_cluster("a");
   (*set_capacity.mutable_set_capacity()->mutable_capacity())["gpu"] = 8;
   EXPECT_TRUE(Run(set_capacity).ok());
+}
+
+// A dry run is bounded like the command it previews: the same size limit and
+// the same queue bound, checked at once on the caller's thread.
+TEST_F(CoreLoopTest, DryRunsPassTheSameSizeAndQueueChecksAsSubmits) {
+  CoreLoopOptions options;
+  options.max_command_bytes = 1024;
+  options.max_queued = 1;
+  Open(options, /*start=*/false);  // nothing drains the queue
+  absl::Status too_large;
+  loop_->DryRun(Submit(std::string(2000, 'x'), "research", 1),
+                [&](absl::StatusOr<Applied> a) { too_large = a.status(); });
+  EXPECT_EQ(too_large.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(too_large.message(), HasSubstr("more than the 1024 accepted (--max-request-bytes)"));
+  EXPECT_EQ(loop_->queued_for_tests(), 0);
+  std::promise<absl::Status> queued;
+  loop_->Submit(Submit("q1", "research", 1), [&](absl::StatusOr<Applied> a) { queued.set_value(a.status()); });
+  absl::Status full;
+  loop_->DryRun(Submit("q2", "research", 1), [&](absl::StatusOr<Applied> a) { full = a.status(); });
+  EXPECT_EQ(full.code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_EQ(loop_->queued_for_tests(), 1);
+  loop_->Start();
+  EXPECT_TRUE(queued.get_future().get().ok());
 }
 
 TEST_F(CoreLoopTest, UnknownFieldsAreDroppedBeforeTheCommandIsJournalledOrServed) {

@@ -26,7 +26,7 @@ TEST(ListLoansPagesTest, PagesFollowDayBorrowerLenderResourceAndEndWithoutAToken
   v1::Config config;
   ASSERT_TRUE(google::protobuf::TextFormat::ParseFromString(kConfig, &config));
   FakeClock clock(0);
-  auto loop = CoreLoop::Open(config, ledger::NewMemoryStore(), &clock, CoreLoopOptions{});
+  auto loop = CoreLoop::Open(config, ledger::NewMemoryStore(), &clock, CoreLoopOptions{}, /*init=*/true);
   ASSERT_TRUE(loop.ok()) << loop.status();
   auto reader = ledger::NewMemoryStore();
   ledger::Batch rows;

@@ -70,6 +70,7 @@ int RunServer(const ServerOptions& options) {
   ledger::SqliteOptions sqlite;
   sqlite.synchronous_full = options.sync_full;
   sqlite.create = options.init;
+  sqlite.init = options.init;
   auto store = ledger::OpenSqliteStore(options.db_path, sqlite);
   if (!store.ok()) {
     std::cerr << "tidegated: " << store.status().message() << "\n";
@@ -82,7 +83,7 @@ int RunServer(const ServerOptions& options) {
   loop_options.max_command_bytes = options.max_request_bytes;
   loop_options.max_config_bytes = options.max_config_bytes;
   const auto started = std::chrono::steady_clock::now();
-  auto loop = CoreLoop::Open(config, *std::move(store), &clock, loop_options);
+  auto loop = CoreLoop::Open(config, *std::move(store), &clock, loop_options, options.init);
   if (!loop.ok()) {
     std::cerr << "tidegated: " << loop.status().message() << "\n";
     return 1;
@@ -118,18 +119,30 @@ int RunServer(const ServerOptions& options) {
     agents.Notify();
     elastic.Notify(change);
   });
-  // gRPC health follows the ledger: NOT_SERVING while commits fail (reads
-  // are still served), SERVING again once one succeeds.
+  // gRPC health is readiness for writes: while commits fail the services
+  // that write and the server as a whole ("") are NOT_SERVING; the read-only
+  // ones stay SERVING, as their reads keep being answered.
   std::mutex health_mu;
   grpc::HealthCheckServiceInterface* health = nullptr;  // guarded by health_mu
-  (*loop)->SetHealthHook([&health_mu, &health](const absl::Status& status) {
+  const auto report = [](grpc::HealthCheckServiceInterface* to, bool writes_accepted) {
+    for (const char* writer : {v1::AdmissionService::service_full_name(),
+                                      v1::ElasticService::service_full_name(), v1::AgentService::service_full_name()}) {
+      to->SetServingStatus(writer, writes_accepted);
+    }
+    for (const char* reader : {v1::QuotaService::service_full_name(), v1::ForecastService::service_full_name(),
+                                      v1::DiagnosticsService::service_full_name()}) {
+      to->SetServingStatus(reader, true);
+    }
+    to->SetServingStatus("", writes_accepted);
+  };
+  (*loop)->SetHealthHook([&health_mu, &health, report](const absl::Status& status) {
     std::lock_guard<std::mutex> lock(health_mu);
     if (status.ok()) {
       spdlog::info("health: SERVING (the ledger accepts writes again)");
     } else {
       spdlog::error("health: NOT_SERVING: {}", std::string(status.message()));
     }
-    if (health != nullptr) health->SetServingStatus(status.ok());
+    if (health != nullptr) report(health, status.ok());
   });
   (*loop)->Start();
 
@@ -158,7 +171,7 @@ int RunServer(const ServerOptions& options) {
   {
     std::lock_guard<std::mutex> lock(health_mu);
     health = server->GetHealthCheckService();
-    health->SetServingStatus((*loop)->LedgerHealth().ok());
+    report(health, (*loop)->LedgerHealth().ok());
   }
   // Tests and scripts wait for this line (the port is real even for :0).
   std::string address = options.listen.substr(0, options.listen.rfind(':') + 1) + std::to_string(port);
