@@ -12,6 +12,9 @@
 
 namespace tidegate::core {
 
+// Why a job that fits now waits between a tide lead and its change.
+constexpr char kNoRoomUnderComingTide[] = "tide: no room under the quota of the coming tide change";
+
 void Admission::Emit(Event e) {
   e.at = s_.now();
   s_.out().push_back(std::move(e));
@@ -563,9 +566,14 @@ void Admission::AdmitWaitersThatFit() {
   for (const int j : Waiters()) {
     Job& job = s_.job(j);
     // Tested as §2 would test it with what its departed victims freed.
+    // Between a tide lead and its change it must also fit under the coming
+    // quota (POLICY.md §6), else it keeps waiting for its victims.
     for (const auto& hold : job.holds) s_.AddUsage(hold.leaf, hold.cluster, hold.amount, -1);
-    if (Contested(job) != 0) {
+    InvalidateGuardUsage();  // usage moved without a change stamp.
+    const bool fits = Contested(job) == 0 && FitsGuards(job, job.demand);
+    if (!fits) {
       for (const auto& hold : job.holds) s_.AddUsage(hold.leaf, hold.cluster, hold.amount, +1);
+      InvalidateGuardUsage();
       continue;
     }
     // It fits before all its victims have gone: admitted now; the others
@@ -809,7 +817,7 @@ Admission::Outcome Admission::TryAdmit(int j) {
       // Between a tide lead and its change only what the coming quota also
       // holds is admitted (POLICY.md §6).
       job.parked_stamp = s_.change_stamp();
-      SetReason(job, "tide: no room under the quota of the coming tide change");
+      SetReason(job, kNoRoomUnderComingTide);
       return Outcome::kQueued;
     }
     Admit(j);
@@ -1004,11 +1012,17 @@ void Admission::ResolveWaiting(int j) {
   // Tested with §2 at once, before any other pending job; if it no longer
   // fits it returns to its place in the queue, with a record saying why.
   const ResourceMask contested = Contested(job);
-  if (contested == 0) {
+  if (contested == 0 && FitsGuards(job, job.demand)) {
     Admit(j);
     return;
   }
-  job.reason = ExceedsMax(job) ? "exceeds_max" : BindingReason(job, contested);
+  if (contested == 0) {
+    // Between a tide lead and its change (POLICY.md §6), as in TryAdmit.
+    job.parked_stamp = s_.change_stamp();
+    SetReason(job, kNoRoomUnderComingTide);
+  } else {
+    SetReason(job, ExceedsMax(job) ? ExceedsMaxReason(job) : BindingReason(job, contested));
+  }
   Event e;
   e.type = EventType::kQueue;
   e.job = job.id;

@@ -149,6 +149,9 @@ class Admission {
   void TideReclaim(const CompiledConfig& coming, const std::vector<int>& rising);
   // Does adding `extra` to j's team fit every tide guard?
   bool FitsGuards(const Job& job, const std::vector<Quantity>& extra) const;
+  // FitsGuards caches usage per change stamp; call after moving usage
+  // without a new stamp (a waiter's holds taken out for a test).
+  void InvalidateGuardUsage() { s_.tide().guard_usage_stamp = 0; }
   // Compiles the quota in force at the state's now from base `source`.
   absl::StatusOr<CompiledConfig> CompileAt(const v1::Config& source, Time t) const;
 

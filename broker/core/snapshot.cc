@@ -70,6 +70,7 @@ v1::CoreSnapshot Broker::Snapshot() const {
     if (job.shrink_for >= 0) js->set_shrink_for(s.job(job.shrink_for).id);
     js->set_grow_backoff_until_ms(job.grow_backoff_until);
     js->set_parked(s.Parked(job));
+    js->set_search_failed_at_ms(job.search_failed_at);
   }
   out.set_tide_lead_cursor_ms(s.tide().lead_cursor);
   out.set_tide_apply_cursor_ms(s.tide().apply_cursor);
@@ -209,14 +210,16 @@ absl::StatusOr<std::unique_ptr<Broker>> Broker::Restore(const v1::CoreSnapshot& 
   // Jobs that were parked stay parked until the next change, as they would
   // have in the original.
   for (const v1::JobSnapshot& js : snap.jobs()) {
-    if (js.parked()) {
-      // Parked now; whether by a victim search is not kept, so count it as
-      // one: a later instant tries it again, which for any other failure
-      // gives the same answer.
-      Job& job = s.job(s.FindJob(js.spec().job()));
-      job.parked_stamp = s.change_stamp();
+    Job& job = s.job(s.FindJob(js.spec().job()));
+    if (js.has_search_failed_at_ms()) {
+      job.search_failed_at = js.search_failed_at_ms();
+    } else if (js.parked()) {
+      // An older snapshot does not say whether a victim search failed: count
+      // it as one; a later instant tries it again, which for any other
+      // failure gives the same answer.
       job.search_failed_at = s.now();
     }
+    if (js.parked()) job.parked_stamp = s.change_stamp();
   }
   return std::unique_ptr<Broker>(new Broker(std::move(state)));
 }

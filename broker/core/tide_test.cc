@@ -4,6 +4,8 @@
 
 #include "absl/time/time.h"
 #include "api/yaml_loader.h"
+#include "broker/core/broker.h"
+#include "google/protobuf/util/message_differencer.h"
 
 namespace tidegate::core {
 namespace {
@@ -106,6 +108,33 @@ TEST(TideTest, BadRulesNameTeamRuleFieldAndValue) {
     EXPECT_EQ(st.code(), absl::StatusCode::kInvalidArgument) << c.want;
     EXPECT_NE(std::string(st.message()).find(c.want), std::string::npos) << st;
   }
+}
+
+// A job the guard holds back (it fits now, not under the coming quota) failed
+// no victim search, so under least-lost-work order a later instant need not
+// retry it. A restored core must know that too: guessing a failed search
+// retries it, and it is then no longer parked as in the original.
+TEST(TideTest, ARestoredCoreKeepsAJobTheGuardHoldsBackParked) {
+  const Time lead = At("2026-01-05T07:50:00Z");
+  auto original = Broker::Create(Parse(kServing), lead - 1000);
+  ASSERT_TRUE(original.ok()) << original.status();
+  v1::Command submit;
+  submit.mutable_submit()->set_job("t1");
+  submit.mutable_submit()->set_team("training");
+  (*submit.mutable_submit()->mutable_per_replica())["gpu"] = 6;  // the coming quota leaves training 4.
+  v1::Command tick;
+  tick.mutable_tick();
+  (*original)->Apply(tick, lead);
+  (*original)->Apply(submit, lead + 1000);
+  ASSERT_EQ((*original)->GetJob("t1")->state, v1::JOB_STATE_QUEUED);
+  ASSERT_NE((*original)->GetJob("t1")->reason.find("tide"), std::string::npos);
+  auto copy = Broker::Restore((*original)->Snapshot());
+  ASSERT_TRUE(copy.ok()) << copy.status();
+  const Time later = lead + 100'000;
+  EXPECT_EQ((*original)->Apply(tick, later).size(), (*copy)->Apply(tick, later).size());
+  const v1::CoreSnapshot a = (*original)->Snapshot(), b = (*copy)->Snapshot();
+  EXPECT_TRUE(google::protobuf::util::MessageDifferencer::Equals(a, b))
+      << a.ShortDebugString() << "\n" << b.ShortDebugString();
 }
 
 }  // namespace
