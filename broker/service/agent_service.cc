@@ -42,6 +42,7 @@ class AgentServiceImpl::Connection : public grpc::ServerBidiReactor<v1::AgentMes
   }
 
   const std::string& cluster() const { return cluster_; }
+  void SetClaimCheck(ClusterCheck check) { claim_check_ = std::move(check); }
 
   void OnReadDone(bool ok) override {
     if (!ok) {  // the agent closed its side or went away.
@@ -239,6 +240,13 @@ class AgentServiceImpl::Connection : public grpc::ServerBidiReactor<v1::AgentMes
         Done(grpc::Status(grpc::StatusCode::FAILED_PRECONDITION, "hello sent twice"));
         return;
       }
+      if (claim_check_) {
+        if (grpc::Status allowed = claim_check_(hello.cluster()); !allowed.ok()) {
+          spdlog::warn("agent {} ({}): refused: {}", hello.agent_id(), peer_, allowed.error_message());
+          Done(allowed);
+          return;
+        }
+      }
       if (!known) {
         spdlog::warn("agent {} ({}): refused, cluster '{}' is not in the config", hello.agent_id(), peer_,
                      hello.cluster());
@@ -349,11 +357,13 @@ class AgentServiceImpl::Connection : public grpc::ServerBidiReactor<v1::AgentMes
   v1::BrokerAction current_;
   std::shared_ptr<Connection> self_;
   std::optional<grpc::Status> close_with_;
+  ClusterCheck claim_check_;  // set before Start
 };
 
 grpc::ServerBidiReactor<v1::AgentMessage, v1::BrokerAction>* AgentServiceImpl::Connect(
     grpc::CallbackServerContext* ctx) {
   auto conn = std::make_shared<Connection>(this, ctx->peer());
+  if (claim_check_) conn->SetClaimCheck(claim_check_(ctx));
   conn->Start(conn);
   return conn.get();
 }
