@@ -14,6 +14,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstdio>
+#include <cstdlib>
 #include <deque>
 #include <iostream>
 #include <memory>
@@ -24,6 +25,7 @@
 #include <vector>
 
 #include "CLI/CLI.hpp"
+#include "cli/auth_channel.h"
 #include "grpcpp/grpcpp.h"
 #include "tidegate/v1/service.grpc.pb.h"
 
@@ -38,6 +40,7 @@ struct Options {
   std::vector<std::string> teams = {"t0", "t1", "t2", "t3"};
   int admit_pct = 45, release_pct = 45;  // the rest: GetTeam
   std::string output = "table";
+  tidegate::cli::ChannelSecurity security;  // TLS and token, as `tidegate` (docs/security.md)
 };
 
 struct Stats {
@@ -156,7 +159,12 @@ Phase Run(const Options& o, bool noop, const std::string& label) {
   for (int i = 0; i < 4; ++i) {
     grpc::ChannelArguments args;
     args.SetInt("loadgen.channel", i);  // distinct args: distinct connections
-    channels.push_back(grpc::CreateCustomChannel(o.server, grpc::InsecureChannelCredentials(), args));
+    auto channel = tidegate::cli::MakeBrokerChannel(o.server, o.security, args);
+    if (!channel.ok()) {
+      std::cerr << "tidegate-loadgen: " << channel.status().message() << "\n";
+      std::exit(2);
+    }
+    channels.push_back(*std::move(channel));
   }
   const auto start = Clock::now();
   const auto until = start + std::chrono::milliseconds(static_cast<int64_t>(o.seconds * 1000));
@@ -199,11 +207,13 @@ int main(int argc, char** argv) {
   app.add_option("--admit", o.admit_pct, "percent Admit")->check(CLI::Range(0, 100))->capture_default_str();
   app.add_option("--release", o.release_pct, "percent Release")->check(CLI::Range(0, 100))->capture_default_str();
   app.add_option("-o,--output", o.output, "table or json")->check(CLI::IsMember({"table", "json"}));
+  tidegate::cli::AddChannelSecurityOptions(app, &o.security);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     return app.exit(e) == 0 ? 0 : 2;
   }
+  tidegate::cli::ApplySecurityEnvironment(&o.security);
   if (o.admit_pct + o.release_pct > 100) {
     std::cerr << "tidegate-loadgen: --admit + --release must be <= 100\n";
     return 2;
