@@ -336,6 +336,21 @@ TEST_F(AuthTest, TheCliConnectsWithTlsFlagsAndTokenEnvironment) {
   EXPECT_EQ(ReadFile(out), "sched-ml " + service::auth::Sha256Hex("sched-token") + "\n");
 }
 
+TEST_F(AuthTest, TheJournalRecordsWhoAskedAndReplayIgnoresIt) {
+  ASSERT_TRUE(Admit(Channel("", "sched-token"), "audit:1", "ml", "b").ok());
+  ASSERT_TRUE(Release(Channel("root"), "audit:1").ok());
+  const std::string bin = testing::ServerProcess::BinDir() + "/tidegate";
+  const std::string out = dir_->File("audit.out");
+  ASSERT_EQ(Shell(bin + " audit --db " + dir_->File("t.db") + " --job audit:1 -o json >" + out), 0);
+  const std::string json = ReadFile(out);
+  EXPECT_THAT(json, HasSubstr(R"("kind":"submit","peer":"ipv4:127.0.0.1:)"));
+  EXPECT_THAT(json, HasSubstr(R"("principal":"sched-ml")"));
+  EXPECT_THAT(json, HasSubstr(R"("kind":"finish")"));
+  EXPECT_THAT(json, HasSubstr(R"("principal":"root")"));
+  // Replaying the journal (origins included) reproduces the stored state.
+  EXPECT_EQ(Shell(bin + " ledger verify --db " + dir_->File("t.db") + " >" + out + " 2>&1"), 0) << ReadFile(out);
+}
+
 TEST(AuthSafeDefaultsTest, NetworkListenWithoutTlsAndRolesIsRefused) {
   testing::TempDir dir;
   std::ofstream(dir.File("config.yaml")) << kConfig;

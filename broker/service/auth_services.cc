@@ -1,5 +1,7 @@
 #include "broker/service/auth_services.h"
 
+#include "broker/service/auth_origin.h"
+
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "spdlog/spdlog.h"
@@ -110,10 +112,14 @@ absl::StatusOr<std::string> Authenticator::Identify(const grpc::ServerContextBas
 }
 
 grpc::Status Authenticator::Check(const grpc::ServerContextBase& ctx, const std::string& method,
-                                  const CallScope& scope) const {
-  if (open()) return grpc::Status::OK;
+                                  const CallScope& scope, std::string* who) const {
+  if (open()) {
+    if (who != nullptr) *who = kOpenPrincipal;
+    return grpc::Status::OK;
+  }
   auto principal = Identify(ctx);
   if (!principal.ok()) return Unauthenticated(std::string(principal.status().message()));
+  if (who != nullptr) *who = *principal;
   auto policy = this->policy();
   static const std::vector<Role> kNoRoles;
   auto it = policy->roles.find(*principal);
@@ -155,34 +161,42 @@ grpc::ServerUnaryReactor* GuardedAdmission::Admit(grpc::CallbackServerContext* c
     auto model = loop_->Published();
     if (model->config().clusters_size() == 1) scope.cluster = model->config().clusters(0).name();
   }
-  if (auto s = auth_->Check(*ctx, absl::StrCat(kAdmission, "Admit"), scope); !s.ok()) return Refuse(ctx, s);
+  std::string who;
+  if (auto s = auth_->Check(*ctx, absl::StrCat(kAdmission, "Admit"), scope, &who); !s.ok()) return Refuse(ctx, s);
+  ScopedOrigin origin(who, ctx->peer());
   return inner_->Admit(ctx, req, resp);
 }
 
 grpc::ServerWriteReactor<v1::WaitAdmissionResponse>* GuardedAdmission::WaitAdmission(
     grpc::CallbackServerContext* ctx, const v1::WaitAdmissionRequest* req) {
-  if (auto s = auth_->Check(*ctx, absl::StrCat(kAdmission, "WaitAdmission"), JobScope(loop_, req->job()));
+  std::string who;
+  if (auto s = auth_->Check(*ctx, absl::StrCat(kAdmission, "WaitAdmission"), JobScope(loop_, req->job()), &who);
       !s.ok()) {
     return new RefusedWriter<v1::WaitAdmissionResponse>(s);
   }
+  ScopedOrigin origin(who, ctx->peer());
   return inner_->WaitAdmission(ctx, req);
 }
 
 grpc::ServerUnaryReactor* GuardedAdmission::Release(grpc::CallbackServerContext* ctx, const v1::ReleaseRequest* req,
                                                     v1::ReleaseResponse* resp) {
-  if (auto s = auth_->Check(*ctx, absl::StrCat(kAdmission, "Release"), JobScope(loop_, req->job())); !s.ok()) {
+  std::string who;
+  if (auto s = auth_->Check(*ctx, absl::StrCat(kAdmission, "Release"), JobScope(loop_, req->job()), &who); !s.ok()) {
     return Refuse(ctx, s);
   }
+  ScopedOrigin origin(who, ctx->peer());
   return inner_->Release(ctx, req, resp);
 }
 
 grpc::ServerUnaryReactor* GuardedAdmission::ReportCheckpoint(grpc::CallbackServerContext* ctx,
                                                              const v1::ReportCheckpointRequest* req,
                                                              v1::ReportCheckpointResponse* resp) {
-  if (auto s = auth_->Check(*ctx, absl::StrCat(kAdmission, "ReportCheckpoint"), JobScope(loop_, req->job()));
+  std::string who;
+  if (auto s = auth_->Check(*ctx, absl::StrCat(kAdmission, "ReportCheckpoint"), JobScope(loop_, req->job()), &who);
       !s.ok()) {
     return Refuse(ctx, s);
   }
+  ScopedOrigin origin(who, ctx->peer());
   return inner_->ReportCheckpoint(ctx, req, resp);
 }
 
@@ -190,15 +204,19 @@ grpc::ServerUnaryReactor* GuardedAdmission::ListJobs(grpc::CallbackServerContext
                                                      const v1::ListJobsRequest* req, v1::ListJobsResponse* resp) {
   CallScope scope;
   scope.team = req->team();
-  if (auto s = auth_->Check(*ctx, absl::StrCat(kAdmission, "ListJobs"), scope); !s.ok()) return Refuse(ctx, s);
+  std::string who;
+  if (auto s = auth_->Check(*ctx, absl::StrCat(kAdmission, "ListJobs"), scope, &who); !s.ok()) return Refuse(ctx, s);
+  ScopedOrigin origin(who, ctx->peer());
   return inner_->ListJobs(ctx, req, resp);
 }
 
 grpc::ServerUnaryReactor* GuardedAdmission::GetJob(grpc::CallbackServerContext* ctx, const v1::GetJobRequest* req,
                                                    v1::JobInfo* resp) {
-  if (auto s = auth_->Check(*ctx, absl::StrCat(kAdmission, "GetJob"), JobScope(loop_, req->job())); !s.ok()) {
+  std::string who;
+  if (auto s = auth_->Check(*ctx, absl::StrCat(kAdmission, "GetJob"), JobScope(loop_, req->job()), &who); !s.ok()) {
     return Refuse(ctx, s);
   }
+  ScopedOrigin origin(who, ctx->peer());
   return inner_->GetJob(ctx, req, resp);
 }
 
@@ -214,42 +232,51 @@ CallScope TeamScope(const std::string& team) {
 
 grpc::ServerUnaryReactor* GuardedQuota::GetTeam(grpc::CallbackServerContext* ctx, const v1::GetTeamRequest* req,
                                                 v1::TeamInfo* resp) {
-  if (auto s = auth_->Check(*ctx, absl::StrCat(kQuota, "GetTeam"), TeamScope(req->team())); !s.ok()) {
+  std::string who;
+  if (auto s = auth_->Check(*ctx, absl::StrCat(kQuota, "GetTeam"), TeamScope(req->team()), &who); !s.ok()) {
     return Refuse(ctx, s);
   }
+  ScopedOrigin origin(who, ctx->peer());
   return inner_->GetTeam(ctx, req, resp);
 }
 
 grpc::ServerUnaryReactor* GuardedQuota::ListTeams(grpc::CallbackServerContext* ctx, const v1::ListTeamsRequest* req,
                                                   v1::ListTeamsResponse* resp) {
-  if (auto s = auth_->Check(*ctx, absl::StrCat(kQuota, "ListTeams"), {}); !s.ok()) return Refuse(ctx, s);
+  std::string who;
+  if (auto s = auth_->Check(*ctx, absl::StrCat(kQuota, "ListTeams"), {}, &who); !s.ok()) return Refuse(ctx, s);
+  ScopedOrigin origin(who, ctx->peer());
   return inner_->ListTeams(ctx, req, resp);
 }
 
 grpc::ServerUnaryReactor* GuardedQuota::ListLoans(grpc::CallbackServerContext* ctx, const v1::ListLoansRequest* req,
                                                   v1::ListLoansResponse* resp) {
-  if (auto s = auth_->Check(*ctx, absl::StrCat(kQuota, "ListLoans"), TeamScope(req->team())); !s.ok()) {
+  std::string who;
+  if (auto s = auth_->Check(*ctx, absl::StrCat(kQuota, "ListLoans"), TeamScope(req->team()), &who); !s.ok()) {
     return Refuse(ctx, s);
   }
+  ScopedOrigin origin(who, ctx->peer());
   return inner_->ListLoans(ctx, req, resp);
 }
 
 grpc::ServerUnaryReactor* GuardedQuota::GetUsage(grpc::CallbackServerContext* ctx, const v1::GetUsageRequest* req,
                                                  v1::GetUsageResponse* resp) {
-  if (auto s = auth_->Check(*ctx, absl::StrCat(kQuota, "GetUsage"), TeamScope(req->team())); !s.ok()) {
+  std::string who;
+  if (auto s = auth_->Check(*ctx, absl::StrCat(kQuota, "GetUsage"), TeamScope(req->team()), &who); !s.ok()) {
     return Refuse(ctx, s);
   }
+  ScopedOrigin origin(who, ctx->peer());
   return inner_->GetUsage(ctx, req, resp);
 }
 
 grpc::ServerUnaryReactor* GuardedQuota::ApplyConfig(grpc::CallbackServerContext* ctx,
                                                     const v1::ApplyConfigRequest* req,
                                                     v1::ApplyConfigResponse* resp) {
-  if (auto s = auth_->Check(*ctx, absl::StrCat(kQuota, "ApplyConfig"), {}); !s.ok()) return Refuse(ctx, s);
+  std::string who;
+  if (auto s = auth_->Check(*ctx, absl::StrCat(kQuota, "ApplyConfig"), {}, &who); !s.ok()) return Refuse(ctx, s);
   if (!req->dry_run()) {
-    auto principal = auth_->Identify(*ctx);
-    spdlog::info("audit: ApplyConfig by '{}' ({})", principal.ok() ? *principal : "?", ctx->peer());
+    spdlog::info("audit: ApplyConfig by '{}' ({})", who, ctx->peer());
   }
+  ScopedOrigin origin(who, ctx->peer());
   return inner_->ApplyConfig(ctx, req, resp);
 }
 
@@ -257,29 +284,35 @@ grpc::ServerUnaryReactor* GuardedQuota::ApplyConfig(grpc::CallbackServerContext*
 
 grpc::ServerUnaryReactor* GuardedForecast::Forecast(grpc::CallbackServerContext* ctx, const v1::ForecastRequest* req,
                                                     v1::ForecastResponse* resp) {
-  if (auto s = auth_->Check(*ctx, absl::StrCat(kForecast, "Forecast"), TeamScope(req->series().team())); !s.ok()) {
+  std::string who;
+  if (auto s = auth_->Check(*ctx, absl::StrCat(kForecast, "Forecast"), TeamScope(req->series().team()), &who); !s.ok()) {
     return Refuse(ctx, s);
   }
+  ScopedOrigin origin(who, ctx->peer());
   return inner_->Forecast(ctx, req, resp);
 }
 
 grpc::ServerUnaryReactor* GuardedForecast::RecommendReservations(grpc::CallbackServerContext* ctx,
                                                                  const v1::RecommendReservationsRequest* req,
                                                                  v1::RecommendReservationsResponse* resp) {
-  if (auto s = auth_->Check(*ctx, absl::StrCat(kForecast, "RecommendReservations"), TeamScope(req->series().team()));
+  std::string who;
+  if (auto s = auth_->Check(*ctx, absl::StrCat(kForecast, "RecommendReservations"), TeamScope(req->series().team()), &who);
       !s.ok()) {
     return Refuse(ctx, s);
   }
+  ScopedOrigin origin(who, ctx->peer());
   return inner_->RecommendReservations(ctx, req, resp);
 }
 
 grpc::ServerUnaryReactor* GuardedForecast::ProposeTide(grpc::CallbackServerContext* ctx,
                                                        const v1::ProposeTideRequest* req,
                                                        v1::ProposeTideResponse* resp) {
-  if (auto s = auth_->Check(*ctx, absl::StrCat(kForecast, "ProposeTide"), TeamScope(req->series().team()));
+  std::string who;
+  if (auto s = auth_->Check(*ctx, absl::StrCat(kForecast, "ProposeTide"), TeamScope(req->series().team()), &who);
       !s.ok()) {
     return Refuse(ctx, s);
   }
+  ScopedOrigin origin(who, ctx->peer());
   return inner_->ProposeTide(ctx, req, resp);
 }
 
@@ -295,17 +328,21 @@ CallScope JobIdScope(const std::string& job) {
 
 grpc::ServerWriteReactor<v1::ResizeRequest>* GuardedElastic::WatchResizes(grpc::CallbackServerContext* ctx,
                                                                          const v1::WatchResizesRequest* req) {
-  if (auto s = auth_->Check(*ctx, absl::StrCat(kElastic, "WatchResizes"), JobIdScope(req->job())); !s.ok()) {
+  std::string who;
+  if (auto s = auth_->Check(*ctx, absl::StrCat(kElastic, "WatchResizes"), JobIdScope(req->job()), &who); !s.ok()) {
     return new RefusedWriter<v1::ResizeRequest>(s);
   }
+  ScopedOrigin origin(who, ctx->peer());
   return inner_->WatchResizes(ctx, req);
 }
 
 grpc::ServerUnaryReactor* GuardedElastic::AckResize(grpc::CallbackServerContext* ctx,
                                                     const v1::AckResizeRequest* req, v1::AckResizeResponse* resp) {
-  if (auto s = auth_->Check(*ctx, absl::StrCat(kElastic, "AckResize"), JobIdScope(req->job())); !s.ok()) {
+  std::string who;
+  if (auto s = auth_->Check(*ctx, absl::StrCat(kElastic, "AckResize"), JobIdScope(req->job()), &who); !s.ok()) {
     return Refuse(ctx, s);
   }
+  ScopedOrigin origin(who, ctx->peer());
   return inner_->AckResize(ctx, req, resp);
 }
 
@@ -317,13 +354,17 @@ GuardedAgents::GuardedAgents(AgentServiceImpl* inner, const Authenticator* auth)
 
 grpc::ServerBidiReactor<v1::AgentMessage, v1::BrokerAction>* GuardedAgents::Connect(
     grpc::CallbackServerContext* ctx) {
-  if (auto s = auth_->Check(*ctx, "/tidegate.v1.AgentService/Connect", {}); !s.ok()) return new RefusedAgent(s);
+  std::string who;
+  if (auto s = auth_->Check(*ctx, "/tidegate.v1.AgentService/Connect", {}, &who); !s.ok()) return new RefusedAgent(s);
+  ScopedOrigin origin(who, ctx->peer());
   return inner_->Connect(ctx);
 }
 
 grpc::ServerUnaryReactor* GuardedDiagnostics::Ping(grpc::CallbackServerContext* ctx, const v1::PingRequest* req,
                                                    v1::PingResponse* resp) {
-  if (auto s = auth_->Check(*ctx, "/tidegate.v1.DiagnosticsService/Ping", {}); !s.ok()) return Refuse(ctx, s);
+  std::string who;
+  if (auto s = auth_->Check(*ctx, "/tidegate.v1.DiagnosticsService/Ping", {}, &who); !s.ok()) return Refuse(ctx, s);
+  ScopedOrigin origin(who, ctx->peer());
   return inner_->Ping(ctx, req, resp);
 }
 

@@ -47,8 +47,9 @@ class Authenticator {
   // be known, even with a certificate).
   absl::StatusOr<std::string> Identify(const grpc::ServerContextBase& ctx) const;
 
-  // Identify, then auth::Authorize.
-  grpc::Status Check(const grpc::ServerContextBase& ctx, const std::string& method, const CallScope& scope) const;
+  // Identify, then auth::Authorize; on OK *who (if given) is the principal.
+  grpc::Status Check(const grpc::ServerContextBase& ctx, const std::string& method, const CallScope& scope,
+                     std::string* who = nullptr) const;
 
   // For AgentService: the check of hello.cluster for this caller.
   AgentServiceImpl::ClusterCheck AgentClusterCheck(const grpc::ServerContextBase& ctx) const;

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "broker/service/auth_origin.h"
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "broker/service/recovery.h"
@@ -170,6 +171,7 @@ void CoreLoop::DryRun(v1::Command command, Done done) {
 }
 
 void CoreLoop::Submit(v1::Command command, Done done) {
+  StampOrigin(&command);  // who asked, for the journal (auth_origin.h)
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (!stopping_) {
