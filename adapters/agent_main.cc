@@ -1,6 +1,6 @@
 // tidegate-agent: one per cluster, near it (DESIGN.md §7).
 //
-//   tidegate-agent --kind slurm --cluster NAME --broker HOST:PORT
+//   tidegate-agent --kind slurm --cluster NAME --broker HOST:PORT [--ca F --cert F --key F | --token-file F]
 //
 // Runs until SIGTERM or SIGINT, then exits 0. Exit 2 on bad flags.
 #include <signal.h>
@@ -13,6 +13,7 @@
 #include "CLI/CLI.hpp"
 #include "adapters/agent/agent.h"
 #include "adapters/slurm/slurm_driver.h"
+#include "cli/auth_channel.h"
 #include "spdlog/sinks/stdout_color_sinks.h"
 #include "spdlog/spdlog.h"
 
@@ -26,6 +27,8 @@ int main(int argc, char** argv) {
   SlurmOptions slurm;
   std::vector<std::string> type_resources;
   bool no_requeue = false;
+  tidegate::cli::ChannelSecurity security;  // --tls, --ca, --cert, --key, --token-file (docs/security.md)
+  tidegate::cli::AddChannelSecurityOptions(app, &security);
   app.add_option("--kind", kind, "cluster kind (slurm)")->check(CLI::IsMember({"slurm"}));
   app.add_option("--cluster", options.cluster, "the cluster's name in the broker's config")->required();
   app.add_option("--broker", broker, "the broker's address (default $TIDEGATE_SERVER or 127.0.0.1:50051)");
@@ -63,7 +66,13 @@ int main(int argc, char** argv) {
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
 
   SlurmDriver driver(slurm);
-  auto channel = grpc::CreateChannel(broker, grpc::InsecureChannelCredentials());
+  tidegate::cli::ApplySecurityEnvironment(&security);
+  auto made = tidegate::cli::MakeBrokerChannel(broker, security, grpc::ChannelArguments());
+  if (!made.ok()) {
+    std::cerr << "tidegate-agent: " << made.status().message() << "\n";
+    return 2;
+  }
+  auto channel = *std::move(made);
   Agent agent(options, channel, &driver);
   std::thread waiter([&] {
     int sig = 0;

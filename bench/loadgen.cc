@@ -19,6 +19,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstdio>
+#include <cstdlib>
 #include <deque>
 #include <iostream>
 #include <memory>
@@ -29,6 +30,7 @@
 #include <vector>
 
 #include "CLI/CLI.hpp"
+#include "cli/auth_channel.h"
 #include "grpcpp/grpcpp.h"
 #include "tidegate/v1/service.grpc.pb.h"
 
@@ -45,6 +47,7 @@ struct Options {
   std::string output = "table";
   int attack_streams = 0;  // idle WaitAdmission streams to try to open
   int attack_clients = 0;  // concurrent rejected / oversized Admits
+  tidegate::cli::ChannelSecurity security;  // TLS and token, as `tidegate` (docs/security.md)
 };
 
 struct Stats {
@@ -163,7 +166,12 @@ Phase Run(const Options& o, bool noop, const std::string& label) {
   for (int i = 0; i < 4; ++i) {
     grpc::ChannelArguments args;
     args.SetInt("loadgen.channel", i);  // distinct args: distinct connections
-    channels.push_back(grpc::CreateCustomChannel(o.server, grpc::InsecureChannelCredentials(), args));
+    auto channel = tidegate::cli::MakeBrokerChannel(o.server, o.security, args);
+    if (!channel.ok()) {
+      std::cerr << "tidegate-loadgen: " << channel.status().message() << "\n";
+      std::exit(2);
+    }
+    channels.push_back(*std::move(channel));
   }
   const auto start = Clock::now();
   const auto until = start + std::chrono::milliseconds(static_cast<int64_t>(o.seconds * 1000));
@@ -326,11 +334,13 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(0, 100000));
   app.add_option("--attack-clients", o.attack_clients, "concurrent rejected/oversized Admits of a hostile client")
       ->check(CLI::Range(0, 1024));
+  tidegate::cli::AddChannelSecurityOptions(app, &o.security);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     return app.exit(e) == 0 ? 0 : 2;
   }
+  tidegate::cli::ApplySecurityEnvironment(&o.security);
   if (o.admit_pct + o.release_pct > 100) {
     std::cerr << "tidegate-loadgen: --admit + --release must be <= 100\n";
     return 2;

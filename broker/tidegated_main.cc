@@ -1,4 +1,5 @@
-// tidegated --config FILE --db FILE [--init] --listen ADDR: the broker (DESIGN.md §8).
+// tidegated --config FILE --db FILE [--init] --listen ADDR [TLS and auth flags]: the broker
+// (DESIGN.md §8, docs/security.md).
 #include "CLI/CLI.hpp"
 #include "broker/service/server.h"
 
@@ -40,6 +41,18 @@ int main(int argc, char** argv) {
                  "open streams from one client host; past it RESOURCE_EXHAUSTED")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
+  app.add_option("--tls-cert", options.tls_cert, "serve TLS with this certificate chain (PEM)");
+  app.add_option("--tls-key", options.tls_key, "the private key of --tls-cert (PEM)");
+  app.add_option("--client-ca", options.client_ca,
+                 "verify client certificates against this CA (PEM); a verified certificate's SAN or CN\n"
+                 "names its principal");
+  app.add_option("--roles", options.roles_path,
+                 "roles file (YAML, docs/security.md): turns authorization on; re-read on SIGHUP");
+  app.add_option("--tokens", options.tokens_path,
+                 "bearer tokens file: `PRINCIPAL SHA256HEX` lines (`tidegate auth hash-token`); re-read on SIGHUP");
+  app.add_flag("--insecure", options.insecure,
+               "allow a non-loopback --listen without TLS and --roles (anyone who reaches the port is trusted)");
+  app.add_flag("--reflection", options.reflection, "serve gRPC server reflection (off by default)");
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

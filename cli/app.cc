@@ -1,8 +1,11 @@
 #include "cli/app.h"
 
+#include <iostream>
 #include <string>
 
 #include "CLI/CLI.hpp"
+#include "cli/auth_audit_command.h"
+#include "cli/auth_command.h"
 #include "cli/client.h"
 #include "cli/config_command.h"
 #include "cli/elastic_command.h"
@@ -41,6 +44,8 @@ int RunTidegate(int argc, const char* const* argv, const Io& io) {
   AddForecastCommand(app, io, &exit_code);
   AddReserveCommand(app, io, &exit_code);
   AddTideProposeCommand(app, io, &exit_code);
+  AddAuthCommand(app, io, &std::cin, &exit_code);
+  AddAuditCommand(app, io, &exit_code);
 
   try {
     app.parse(argc, argv);

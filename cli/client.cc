@@ -32,6 +32,7 @@ void AddClientOptions(CLI::App& app, ClientOptions* options) {
                  "How long to wait for each answer from the broker (default 10s; not for "
                  "admit --wait)")
       ->type_name("DURATION");
+  AddChannelSecurityOptions(app, &options->security);
 }
 
 void AddOutputOption(CLI::App& sub, std::string* output) {
@@ -110,15 +111,17 @@ std::string DescribeRpcError(const grpc::Status& status, const std::string& serv
 std::string BrokerCommandFooter() {
   return absl::StrCat(
       "Global options, before or after the subcommand: --server ADDR (default $", kServerEnv,
-      ", then ", kDefaultServer, "), --timeout DURATION (default 10s).\n\n", kExitCodesHelp);
+      ", then ", kDefaultServer, "), --timeout DURATION (default 10s),\n"
+      "--tls, --ca FILE, --cert FILE, --key FILE, --token-file FILE (or $TIDEGATE_CA, $TIDEGATE_CERT,\n"
+      "$TIDEGATE_KEY, $TIDEGATE_TOKEN_FILE, $TIDEGATE_TOKEN).\n\n", kExitCodesHelp);
 }
 
 // ---------------------------------------------------------------- Client
 
-Client::Client(std::string server, std::chrono::seconds timeout)
+Client::Client(std::string server, std::chrono::seconds timeout, std::shared_ptr<grpc::Channel> channel)
     : server_(std::move(server)),
       timeout_(timeout),
-      channel_(grpc::CreateCustomChannel(server_, grpc::InsecureChannelCredentials(), ChannelArgs())),
+      channel_(std::move(channel)),
       admission_(v1::AdmissionService::NewStub(channel_)),
       quota_(v1::QuotaService::NewStub(channel_)),
       elastic_(v1::ElasticService::NewStub(channel_)) {}
@@ -126,8 +129,12 @@ Client::Client(std::string server, std::chrono::seconds timeout)
 absl::StatusOr<std::unique_ptr<Client>> Client::Create(const ClientOptions& options) {
   absl::StatusOr<int64_t> timeout_s = ParseDurationSeconds("--timeout", options.timeout);
   if (!timeout_s.ok()) return timeout_s.status();
-  return std::unique_ptr<Client>(new Client(ResolveServer(options.server, std::getenv(kServerEnv)),
-                                            std::chrono::seconds(*timeout_s)));
+  std::string server = ResolveServer(options.server, std::getenv(kServerEnv));
+  ChannelSecurity security = options.security;
+  ApplySecurityEnvironment(&security);
+  auto channel = MakeBrokerChannel(server, security, ChannelArgs());
+  if (!channel.ok()) return channel.status();
+  return std::unique_ptr<Client>(new Client(std::move(server), std::chrono::seconds(*timeout_s), *std::move(channel)));
 }
 
 void Client::SetDeadline(grpc::ClientContext* context) const {

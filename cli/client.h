@@ -22,6 +22,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
+#include "cli/auth_channel.h"
 #include "cli/command.h"
 #include "cli/exit_codes.h"
 #include "grpcpp/grpcpp.h"
@@ -40,6 +41,7 @@ inline constexpr char kServerEnv[] = "TIDEGATE_SERVER";
 struct ClientOptions {
   std::string server;           // --server; empty = TIDEGATE_SERVER, then kDefaultServer.
   std::string timeout = "10s";  // --timeout: the deadline of each request (not of a --wait).
+  ChannelSecurity security;     // --tls, --ca, --cert, --key, --token-file (cli/auth_channel.h).
 };
 
 // Adds --server and --timeout to the top-level app, bound to *options (which
@@ -76,7 +78,7 @@ class Client {
  public:
   // Resolves the address (ResolveServer with the process environment) and
   // parses --timeout; INVALID_ARGUMENT naming --timeout and its value if it is
-  // not a duration. Does not connect: the first call does.
+  // not a duration, or naming a TLS/token file that cannot be read. Does not connect: the first call does.
   static absl::StatusOr<std::unique_ptr<Client>> Create(const ClientOptions& options);
 
   const std::string& server() const { return server_; }
@@ -91,7 +93,7 @@ class Client {
   int Fail(const grpc::Status& status, std::ostream& err) const;
 
  private:
-  Client(std::string server, std::chrono::seconds timeout);
+  Client(std::string server, std::chrono::seconds timeout, std::shared_ptr<grpc::Channel> channel);
 
   std::string server_;
   std::chrono::seconds timeout_;

@@ -50,6 +50,7 @@ class AgentServiceImpl::Connection : public grpc::ServerBidiReactor<v1::AgentMes
   }
 
   const std::string& cluster() const { return cluster_; }
+  void SetClaimCheck(ClusterCheck check) { claim_check_ = std::move(check); }
 
   // LogProblems, and when the broker refused the command (its queue is full,
   // or the ledger refuses writes), ends the stream: the agent reconnects and
@@ -271,6 +272,13 @@ class AgentServiceImpl::Connection : public grpc::ServerBidiReactor<v1::AgentMes
         Done(grpc::Status(grpc::StatusCode::FAILED_PRECONDITION, "hello sent twice"));
         return;
       }
+      if (claim_check_) {
+        if (grpc::Status allowed = claim_check_(hello.cluster()); !allowed.ok()) {
+          spdlog::warn("agent {} ({}): refused: {}", hello.agent_id(), peer_, allowed.error_message());
+          Done(allowed);
+          return;
+        }
+      }
       if (!known) {
         spdlog::warn("agent {} ({}): refused, cluster '{}' is not in the config", hello.agent_id(), peer_,
                      hello.cluster());
@@ -402,6 +410,7 @@ class AgentServiceImpl::Connection : public grpc::ServerBidiReactor<v1::AgentMes
   std::shared_ptr<Connection> self_;
   std::unique_ptr<StreamLimiter::Slot> slot_;
   std::optional<grpc::Status> close_with_;
+  ClusterCheck claim_check_;  // set before Start
 };
 
 grpc::ServerBidiReactor<v1::AgentMessage, v1::BrokerAction>* AgentServiceImpl::Connect(
@@ -409,6 +418,7 @@ grpc::ServerBidiReactor<v1::AgentMessage, v1::BrokerAction>* AgentServiceImpl::C
   auto conn = std::make_shared<Connection>(this, ctx->peer());
   std::unique_ptr<StreamLimiter::Slot> slot;
   grpc::Status refused = streams_ ? streams_->Acquire(ctx->peer(), "Connect", &slot) : grpc::Status::OK;
+  if (claim_check_) conn->SetClaimCheck(claim_check_(ctx));
   if (refused.ok()) conn->Start(conn, std::move(slot));
   else conn->Refuse(conn, refused);
   return conn.get();

@@ -22,6 +22,8 @@
 #include <mutex>
 #include <vector>
 
+#include <functional>
+
 #include "broker/service/core_loop.h"
 #include "broker/service/stream_limits.h"
 #include "tidegate/v1/agent.grpc.pb.h"
@@ -42,6 +44,14 @@ class AgentServiceImpl final : public v1::AgentService::CallbackService {
   // Ends every stream with UNAVAILABLE (shutdown: agents reconnect).
   void CloseStreams();
 
+  // Which cluster a stream may say hello as: called at Connect with the
+  // call's context, it returns the check applied to hello.cluster (a non-OK
+  // status ends the stream with it). Unset: any cluster. Set before serving.
+  using ClusterCheck = std::function<grpc::Status(const std::string& cluster)>;
+  void SetClaimCheck(std::function<ClusterCheck(grpc::CallbackServerContext*)> check) {
+    claim_check_ = std::move(check);
+  }
+
  private:
   class Connection;
   friend class Connection;
@@ -52,6 +62,7 @@ class AgentServiceImpl final : public v1::AgentService::CallbackService {
 
   CoreLoop* loop_;
   StreamLimiter* streams_;
+  std::function<ClusterCheck(grpc::CallbackServerContext*)> claim_check_;
   std::mutex mu_;
   std::vector<std::shared_ptr<Connection>> connections_;  // guarded by mu_
 };

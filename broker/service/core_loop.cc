@@ -6,8 +6,9 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
-#include "broker/service/recovery.h"
+#include "broker/service/auth_origin.h"
 #include "broker/service/config_diff.h"
+#include "broker/service/recovery.h"
 #include "google/protobuf/util/message_differencer.h"
 #include "spdlog/spdlog.h"
 
@@ -227,7 +228,10 @@ int64_t CoreLoop::queued_for_tests() const {
   return static_cast<int64_t>(queue_.size());
 }
 
-void CoreLoop::Submit(v1::Command command, Done done) { Enqueue(std::move(command), std::move(done), /*dry_run=*/false); }
+void CoreLoop::Submit(v1::Command command, Done done) {
+  StampOrigin(&command);  // who asked, for the journal (auth_origin.h)
+  Enqueue(std::move(command), std::move(done), /*dry_run=*/false);
+}
 
 void CoreLoop::Enqueue(v1::Command command, Done done, bool dry_run) {
   if (auto s = CheckSize(command); !s.ok()) {

@@ -12,6 +12,7 @@
 #include "api/yaml_loader.h"
 #include "broker/core/config.h"
 #include "broker/service/agent_service.h"
+#include "broker/service/auth_server.h"
 #include "broker/service/core_loop.h"
 #include "broker/service/elastic_service.h"
 #include "broker/service/forecast_service.h"
@@ -45,7 +46,14 @@ int RunServer(const ServerOptions& options) {
   sigemptyset(&signals);
   sigaddset(&signals, SIGTERM);
   sigaddset(&signals, SIGINT);
+  sigaddset(&signals, SIGHUP);  // re-read the roles and tokens files
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+  auto security = SetUpSecurity(options);
+  if (!security.ok()) {
+    std::cerr << "tidegated: " << security.status().message() << "\n";
+    return 2;
+  }
+  const auth::Authenticator* authenticator = security->authenticator.get();
 
   // One broker per ledger file, whatever path names it (ledger/ledger_lock.h).
   // Held until RunServer returns, after every connection to the file closed.
@@ -147,7 +155,7 @@ int RunServer(const ServerOptions& options) {
   (*loop)->Start();
 
   grpc::EnableDefaultHealthCheckService(true);
-  grpc::reflection::InitProtoReflectionServerBuilderPlugin();
+  if (options.reflection) grpc::reflection::InitProtoReflectionServerBuilderPlugin();
   grpc::ServerBuilder builder;
   // Refuse a port another process already serves (gRPC allows SO_REUSEPORT).
   builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
@@ -155,13 +163,20 @@ int RunServer(const ServerOptions& options) {
   // (CoreLoopOptions::max_command_bytes).
   builder.SetMaxReceiveMessageSize(static_cast<int>(std::min<int64_t>(options.max_config_bytes, INT32_MAX)));
   int port = 0;
-  builder.AddListeningPort(options.listen, grpc::InsecureServerCredentials(), &port);
-  builder.RegisterService(&admission);
-  builder.RegisterService(&quota);
-  builder.RegisterService(&forecast);
-  builder.RegisterService(&diagnostics);
-  builder.RegisterService(&agents);
-  builder.RegisterService(&elastic);
+  builder.AddListeningPort(options.listen, security->credentials, &port);
+  // Callers reach the services only through the guards (auth_services.h).
+  auth::GuardedAdmission guarded_admission(&admission, authenticator, loop->get());
+  auth::GuardedQuota guarded_quota(&quota, authenticator);
+  auth::GuardedForecast guarded_forecast(&forecast, authenticator);
+  auth::GuardedDiagnostics guarded_diagnostics(&diagnostics, authenticator);
+  auth::GuardedAgents guarded_agents(&agents, authenticator);
+  auth::GuardedElastic guarded_elastic(&elastic, authenticator);
+  builder.RegisterService(&guarded_admission);
+  builder.RegisterService(&guarded_quota);
+  builder.RegisterService(&guarded_forecast);
+  builder.RegisterService(&guarded_diagnostics);
+  builder.RegisterService(&guarded_agents);
+  builder.RegisterService(&guarded_elastic);
   std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
   if (!server || port == 0) {
     std::cerr << "tidegated: cannot listen on " << options.listen << "\n";
@@ -180,7 +195,14 @@ int RunServer(const ServerOptions& options) {
   spdlog::info("serving on {}", address);
 
   int sig = 0;
-  sigwait(&signals, &sig);
+  while (sigwait(&signals, &sig) == 0 && sig == SIGHUP) {
+    if (absl::Status reloaded = security->authenticator->Reload(); reloaded.ok()) {
+      spdlog::info("SIGHUP: roles and tokens reloaded");
+    } else {
+      spdlog::error("SIGHUP: reload failed, the previous roles and tokens stay in force: {}",
+                    std::string(reloaded.message()));
+    }
+  }
   spdlog::info("signal {}: stopping (finishing what is in flight)", sig);
   {
     std::lock_guard<std::mutex> lock(health_mu);

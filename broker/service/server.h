@@ -25,7 +25,21 @@ struct ServerOptions {
   int64_t max_config_bytes = 4 << 20;       // --max-config-bytes
   int64_t max_streams = 8192;               // --max-streams
   int64_t max_streams_per_peer = 1024;      // --max-streams-per-peer
+  // Who may connect and do what (docs/security.md). TLS when tls_cert and
+  // tls_key are set; client certificates signed by client_ca are verified
+  // and name their principal. roles_path (YAML) turns checks on; without it
+  // every caller is admin, which is allowed on a loopback --listen only,
+  // unless `insecure`. tokens_path: hashed bearer tokens. Both files are
+  // re-read on SIGHUP.
+  std::string tls_cert, tls_key, client_ca;
+  std::string roles_path, tokens_path;
+  bool insecure = false;    // --insecure: allow a non-loopback listen without TLS and roles.
+  bool reflection = false;  // --reflection: serve gRPC server reflection.
 };
+
+// True when `listen` only accepts local connections: 127.0.0.0/8, ::1,
+// localhost, or a unix: socket.
+bool IsLoopbackListen(const std::string& listen);
 
 // Exit codes: 0 after a clean shutdown, 2 bad config or flags, 1 when the
 // ledger or the listening port cannot be opened (the ledger missing or empty

@@ -41,6 +41,7 @@ class ServerProcess {
   int Terminate();           // SIGTERM, wait; returns the exit code.
   void Kill();               // SIGKILL, wait.
   const std::string& address() const { return address_; }
+  pid_t pid() const { return pid_; }  // -1 when not running.
   std::shared_ptr<grpc::Channel> Channel() const;
   std::string Stderr() const;  // what it logged so far.
 

@@ -128,6 +128,56 @@ class Stop(Exception):
         self.code = code
 
 
+def open_channel(grpc, args):
+    """A channel to the broker as `tidegate` connects (docs/security.md): TLS
+    when --tls, --ca or --cert is given (the broker is always verified), a
+    client certificate for mTLS, and a bearer token on every call."""
+    def read(path):
+        with open(path, "rb") as f:
+            return f.read()
+    token = args.token
+    if args.token_file:
+        with open(args.token_file) as f:
+            token = f.readline().strip()
+    if not (args.tls or args.ca or args.cert):
+        channel = grpc.insecure_channel(args.server)
+        if token:
+            # Plaintext (loopback): add the header with an interceptor, since
+            # grpc refuses call credentials on an insecure channel.
+            channel = grpc.intercept_channel(channel, _BearerInterceptor(grpc, token))
+        return channel
+    creds = grpc.ssl_channel_credentials(
+        root_certificates=read(args.ca) if args.ca else None,
+        private_key=read(args.key) if args.key else None,
+        certificate_chain=read(args.cert) if args.cert else None)
+    if token:
+        creds = grpc.composite_channel_credentials(creds, grpc.access_token_call_credentials(token))
+    return grpc.secure_channel(args.server, creds)
+
+
+def _BearerInterceptor(grpc, token):
+    import collections
+
+    class Details(collections.namedtuple("Details", ("method", "timeout", "metadata", "credentials",
+                                                     "wait_for_ready", "compression")),
+                  grpc.ClientCallDetails):
+        pass
+
+    class Interceptor(grpc.UnaryUnaryClientInterceptor, grpc.UnaryStreamClientInterceptor):
+        def _with_token(self, d):
+            metadata = list(d.metadata or []) + [("authorization", "Bearer " + token)]
+            return Details(d.method, d.timeout, metadata, d.credentials,
+                           getattr(d, "wait_for_ready", None), getattr(d, "compression", None))
+
+        def intercept_unary_unary(self, continuation, d, request):
+            return continuation(self._with_token(d), request)
+
+        def intercept_unary_stream(self, continuation, d, request):
+            return continuation(self._with_token(d), request)
+
+    return Interceptor()
+
+
 class ElasticTrainer:
     """The loop. Subclass it and override train_step(), save_checkpoint() or
     reform() to plug in a real framework; the protocol stays the same."""
@@ -135,7 +185,7 @@ class ElasticTrainer:
     def __init__(self, args, grpc, pb, rpc, cfg):
         self.args = args
         self.grpc, self.pb, self.rpc, self.cfg = grpc, pb, rpc, cfg
-        self.channel = grpc.insecure_channel(args.server)
+        self.channel = open_channel(grpc, args)
         self.admission = rpc.AdmissionServiceStub(self.channel)
         self.elastic = rpc.ElasticServiceStub(self.channel)
         self.job = args.job
@@ -648,6 +698,16 @@ def main(argv=None, trainer_class=None):
         formatter_class=HelpFormatter)
     p.add_argument("--server", default=os.environ.get("TIDEGATE_SERVER", "127.0.0.1:50051"),
                    help="the broker (default: $TIDEGATE_SERVER, else 127.0.0.1:50051)")
+    p.add_argument("--tls", action="store_true", default=os.environ.get("TIDEGATE_TLS") == "1",
+                   help="connect with TLS, verifying the broker against the system's CAs")
+    p.add_argument("--ca", default=os.environ.get("TIDEGATE_CA"),
+                   help="connect with TLS, verifying the broker against this CA (PEM; $TIDEGATE_CA)")
+    p.add_argument("--cert", default=os.environ.get("TIDEGATE_CERT"),
+                   help="client certificate for mTLS (PEM; $TIDEGATE_CERT)")
+    p.add_argument("--key", default=os.environ.get("TIDEGATE_KEY"), help="the key of --cert ($TIDEGATE_KEY)")
+    p.add_argument("--token-file", default=os.environ.get("TIDEGATE_TOKEN_FILE"),
+                   help="file holding a bearer token ($TIDEGATE_TOKEN_FILE; or the token in $TIDEGATE_TOKEN)")
+    p.set_defaults(token=os.environ.get("TIDEGATE_TOKEN"))
     p.add_argument("--job", required=True, help="the job id, e.g. k8s:ml/bert-large")
     p.add_argument("--team", help="the leaf team it runs for (required unless --attach)")
     p.add_argument("--cluster", default="", help="the cluster (may be omitted with one)")

@@ -1,0 +1,20 @@
+#include "broker/service/auth_origin.h"
+
+namespace tidegate::service {
+namespace {
+thread_local const v1::CommandOrigin* t_origin = nullptr;
+}  // namespace
+
+ScopedOrigin::ScopedOrigin(std::string principal, std::string peer) : previous_(t_origin) {
+  origin_.set_principal(std::move(principal));
+  origin_.set_peer(std::move(peer));
+  t_origin = &origin_;
+}
+
+ScopedOrigin::~ScopedOrigin() { t_origin = previous_; }
+
+void StampOrigin(v1::Command* command) {
+  if (t_origin != nullptr && !command->has_origin()) *command->mutable_origin() = *t_origin;
+}
+
+}  // namespace tidegate::service

@@ -1,0 +1,36 @@
+// The audit trail's source: who asked for the command being submitted. The
+// auth guards (auth_services.h) open a ScopedOrigin around each handler call;
+// CoreLoop::Submit stamps the current one on the command it queues, so the
+// journal records the principal and peer of every change made through the
+// API without the handlers knowing (docs/security.md).
+//
+// Thread-local: a handler's synchronous Submit sees it; commands queued later
+// from another thread (agent stream callbacks, ticks) carry no origin.
+#ifndef TIDEGATE_BROKER_SERVICE_AUTH_ORIGIN_H_
+#define TIDEGATE_BROKER_SERVICE_AUTH_ORIGIN_H_
+
+#include <string>
+
+#include "tidegate/v1/config.pb.h"
+
+namespace tidegate::service {
+
+class ScopedOrigin {
+ public:
+  ScopedOrigin(std::string principal, std::string peer);
+  ~ScopedOrigin();
+  ScopedOrigin(const ScopedOrigin&) = delete;
+  ScopedOrigin& operator=(const ScopedOrigin&) = delete;
+
+ private:
+  v1::CommandOrigin origin_;
+  const v1::CommandOrigin* previous_;
+};
+
+// Sets command->origin from the innermost ScopedOrigin of this thread, if
+// any and if the command has none yet.
+void StampOrigin(v1::Command* command);
+
+}  // namespace tidegate::service
+
+#endif  // TIDEGATE_BROKER_SERVICE_AUTH_ORIGIN_H_

@@ -1,0 +1,371 @@
+#include "broker/service/auth_services.h"
+
+#include "broker/service/auth_origin.h"
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "spdlog/spdlog.h"
+
+namespace tidegate::service::auth {
+namespace {
+
+constexpr char kAdmission[] = "/tidegate.v1.AdmissionService/";
+constexpr char kQuota[] = "/tidegate.v1.QuotaService/";
+constexpr char kForecast[] = "/tidegate.v1.ForecastService/";
+constexpr char kElastic[] = "/tidegate.v1.ElasticService/";
+
+grpc::Status Unauthenticated(const std::string& why) {
+  return grpc::Status(grpc::StatusCode::UNAUTHENTICATED, why);
+}
+
+grpc::ServerUnaryReactor* Refuse(grpc::CallbackServerContext* ctx, const grpc::Status& status) {
+  auto* reactor = ctx->DefaultReactor();
+  reactor->Finish(status);
+  return reactor;
+}
+
+// A stream refused before it started: finished at once, deleted when done.
+template <typename T>
+class RefusedWriter final : public grpc::ServerWriteReactor<T> {
+ public:
+  explicit RefusedWriter(const grpc::Status& status) { this->Finish(status); }
+  void OnDone() override { delete this; }
+};
+
+class RefusedAgent final : public grpc::ServerBidiReactor<v1::AgentMessage, v1::BrokerAction> {
+ public:
+  explicit RefusedAgent(const grpc::Status& status) { Finish(status); }
+  void OnDone() override { delete this; }
+};
+
+// A job's team and cluster from the published model; only the id when the
+// job is unknown (the service then answers NOT_FOUND to whoever may ask
+// about that id).
+CallScope JobScope(CoreLoop* loop, const std::string& job) {
+  CallScope scope;
+  scope.job = job;
+  auto model = loop->Published();
+  if (const v1::JobInfo* info = model->FindJob(job)) {
+    scope.team = info->team();
+    scope.cluster = info->cluster();
+  }
+  return scope;
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------- Authenticator
+
+absl::StatusOr<std::unique_ptr<Authenticator>> Authenticator::Load(std::string roles_path,
+                                                                   std::string tokens_path) {
+  auto auth = std::make_unique<Authenticator>();
+  auth->roles_path_ = std::move(roles_path);
+  auth->tokens_path_ = std::move(tokens_path);
+  if (auto s = auth->Reload(); !s.ok()) return s;
+  return auth;
+}
+
+absl::Status Authenticator::Reload() {
+  if (open()) return absl::OkStatus();
+  auto loaded = LoadPolicy(roles_path_, tokens_path_);
+  if (!loaded.ok()) return loaded.status();
+  auto next = std::make_shared<const Policy>(*std::move(loaded));
+  std::lock_guard<std::mutex> lock(mu_);
+  policy_ = std::move(next);
+  return absl::OkStatus();
+}
+
+std::shared_ptr<const Policy> Authenticator::policy() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return policy_;
+}
+
+absl::StatusOr<std::string> Authenticator::Identify(const grpc::ServerContextBase& ctx) const {
+  if (open()) return std::string(kOpenPrincipal);
+  auto policy = this->policy();
+  const auto& metadata = ctx.client_metadata();
+  if (auto it = metadata.find("authorization"); it != metadata.end()) {
+    const std::string value(it->second.data(), it->second.size());
+    constexpr absl::string_view kBearer = "Bearer ";
+    if (!absl::StartsWith(value, kBearer)) {
+      return absl::UnauthenticatedError("the authorization metadata must be `Bearer TOKEN`");
+    }
+    auto found = policy->token_principal.find(Sha256Hex(value.substr(kBearer.size())));
+    if (found == policy->token_principal.end()) {
+      return absl::UnauthenticatedError("unknown or revoked bearer token");
+    }
+    return found->second;
+  }
+  auto auth_context = ctx.auth_context();
+  if (auth_context != nullptr && auth_context->IsPeerAuthenticated()) {
+    // A certificate may carry several names (SANs); the first with roles wins.
+    std::string first;
+    for (const auto& id : auth_context->GetPeerIdentity()) {
+      std::string name(id.data(), id.size());
+      if (policy->roles.count(name) > 0) return name;
+      if (first.empty()) first = name;
+    }
+    if (!first.empty()) return first;
+  }
+  return absl::UnauthenticatedError(
+      "no identity: present a client certificate signed by the broker's --client-ca, or a bearer token");
+}
+
+grpc::Status Authenticator::Check(const grpc::ServerContextBase& ctx, const std::string& method,
+                                  const CallScope& scope, std::string* who) const {
+  if (open()) {
+    if (who != nullptr) *who = kOpenPrincipal;
+    return grpc::Status::OK;
+  }
+  auto principal = Identify(ctx);
+  if (!principal.ok()) return Unauthenticated(std::string(principal.status().message()));
+  if (who != nullptr) *who = *principal;
+  auto policy = this->policy();
+  static const std::vector<Role> kNoRoles;
+  auto it = policy->roles.find(*principal);
+  const absl::Status allowed = Authorize(*principal, it == policy->roles.end() ? kNoRoles : it->second, method, scope);
+  if (!allowed.ok()) {
+    spdlog::warn("auth: refused {} to '{}' ({}): {}", method, *principal, ctx.peer(), std::string(allowed.message()));
+    return grpc::Status(grpc::StatusCode::PERMISSION_DENIED, std::string(allowed.message()));
+  }
+  return grpc::Status::OK;
+}
+
+AgentServiceImpl::ClusterCheck Authenticator::AgentClusterCheck(const grpc::ServerContextBase& ctx) const {
+  if (open()) return nullptr;
+  auto principal = Identify(ctx);
+  std::vector<Role> roles;
+  if (principal.ok()) {
+    auto policy = this->policy();
+    if (auto it = policy->roles.find(*principal); it != policy->roles.end()) roles = it->second;
+  }
+  const std::string name = principal.ok() ? *principal : "";
+  return [roles, name](const std::string& cluster) {
+    if (MayActAsAgentOf(roles, cluster)) return grpc::Status::OK;
+    return grpc::Status(grpc::StatusCode::PERMISSION_DENIED,
+                        absl::StrCat("principal '", name, "' may not connect as the agent of cluster '", cluster,
+                                     "': it needs role admin or agent of cluster '", cluster, "'"));
+  };
+}
+
+// ---------------------------------------------------------------- admission
+
+grpc::ServerUnaryReactor* GuardedAdmission::Admit(grpc::CallbackServerContext* ctx, const v1::AdmitRequest* req,
+                                                  v1::AdmitResponse* resp) {
+  CallScope scope;
+  scope.team = req->job().team();
+  scope.cluster = req->job().cluster();
+  scope.job = req->job().job();
+  if (scope.cluster.empty()) {
+    // The service fills in the only cluster; the check must see the same one.
+    auto model = loop_->Published();
+    if (model->config().clusters_size() == 1) scope.cluster = model->config().clusters(0).name();
+  }
+  std::string who;
+  if (auto s = auth_->Check(*ctx, absl::StrCat(kAdmission, "Admit"), scope, &who); !s.ok()) return Refuse(ctx, s);
+  ScopedOrigin origin(who, ctx->peer());
+  return inner_->Admit(ctx, req, resp);
+}
+
+grpc::ServerWriteReactor<v1::WaitAdmissionResponse>* GuardedAdmission::WaitAdmission(
+    grpc::CallbackServerContext* ctx, const v1::WaitAdmissionRequest* req) {
+  std::string who;
+  if (auto s = auth_->Check(*ctx, absl::StrCat(kAdmission, "WaitAdmission"), JobScope(loop_, req->job()), &who);
+      !s.ok()) {
+    return new RefusedWriter<v1::WaitAdmissionResponse>(s);
+  }
+  ScopedOrigin origin(who, ctx->peer());
+  return inner_->WaitAdmission(ctx, req);
+}
+
+grpc::ServerUnaryReactor* GuardedAdmission::Release(grpc::CallbackServerContext* ctx, const v1::ReleaseRequest* req,
+                                                    v1::ReleaseResponse* resp) {
+  std::string who;
+  if (auto s = auth_->Check(*ctx, absl::StrCat(kAdmission, "Release"), JobScope(loop_, req->job()), &who); !s.ok()) {
+    return Refuse(ctx, s);
+  }
+  ScopedOrigin origin(who, ctx->peer());
+  return inner_->Release(ctx, req, resp);
+}
+
+grpc::ServerUnaryReactor* GuardedAdmission::ReportCheckpoint(grpc::CallbackServerContext* ctx,
+                                                             const v1::ReportCheckpointRequest* req,
+                                                             v1::ReportCheckpointResponse* resp) {
+  std::string who;
+  if (auto s = auth_->Check(*ctx, absl::StrCat(kAdmission, "ReportCheckpoint"), JobScope(loop_, req->job()), &who);
+      !s.ok()) {
+    return Refuse(ctx, s);
+  }
+  ScopedOrigin origin(who, ctx->peer());
+  return inner_->ReportCheckpoint(ctx, req, resp);
+}
+
+grpc::ServerUnaryReactor* GuardedAdmission::ListJobs(grpc::CallbackServerContext* ctx,
+                                                     const v1::ListJobsRequest* req, v1::ListJobsResponse* resp) {
+  CallScope scope;
+  scope.team = req->team();
+  std::string who;
+  if (auto s = auth_->Check(*ctx, absl::StrCat(kAdmission, "ListJobs"), scope, &who); !s.ok()) return Refuse(ctx, s);
+  ScopedOrigin origin(who, ctx->peer());
+  return inner_->ListJobs(ctx, req, resp);
+}
+
+grpc::ServerUnaryReactor* GuardedAdmission::GetJob(grpc::CallbackServerContext* ctx, const v1::GetJobRequest* req,
+                                                   v1::JobInfo* resp) {
+  std::string who;
+  if (auto s = auth_->Check(*ctx, absl::StrCat(kAdmission, "GetJob"), JobScope(loop_, req->job()), &who); !s.ok()) {
+    return Refuse(ctx, s);
+  }
+  ScopedOrigin origin(who, ctx->peer());
+  return inner_->GetJob(ctx, req, resp);
+}
+
+// ---------------------------------------------------------------- quota
+
+namespace {
+CallScope TeamScope(const std::string& team) {
+  CallScope scope;
+  scope.team = team;
+  return scope;
+}
+}  // namespace
+
+grpc::ServerUnaryReactor* GuardedQuota::GetTeam(grpc::CallbackServerContext* ctx, const v1::GetTeamRequest* req,
+                                                v1::TeamInfo* resp) {
+  std::string who;
+  if (auto s = auth_->Check(*ctx, absl::StrCat(kQuota, "GetTeam"), TeamScope(req->team()), &who); !s.ok()) {
+    return Refuse(ctx, s);
+  }
+  ScopedOrigin origin(who, ctx->peer());
+  return inner_->GetTeam(ctx, req, resp);
+}
+
+grpc::ServerUnaryReactor* GuardedQuota::ListTeams(grpc::CallbackServerContext* ctx, const v1::ListTeamsRequest* req,
+                                                  v1::ListTeamsResponse* resp) {
+  std::string who;
+  if (auto s = auth_->Check(*ctx, absl::StrCat(kQuota, "ListTeams"), {}, &who); !s.ok()) return Refuse(ctx, s);
+  ScopedOrigin origin(who, ctx->peer());
+  return inner_->ListTeams(ctx, req, resp);
+}
+
+grpc::ServerUnaryReactor* GuardedQuota::ListLoans(grpc::CallbackServerContext* ctx, const v1::ListLoansRequest* req,
+                                                  v1::ListLoansResponse* resp) {
+  std::string who;
+  if (auto s = auth_->Check(*ctx, absl::StrCat(kQuota, "ListLoans"), TeamScope(req->team()), &who); !s.ok()) {
+    return Refuse(ctx, s);
+  }
+  ScopedOrigin origin(who, ctx->peer());
+  return inner_->ListLoans(ctx, req, resp);
+}
+
+grpc::ServerUnaryReactor* GuardedQuota::GetUsage(grpc::CallbackServerContext* ctx, const v1::GetUsageRequest* req,
+                                                 v1::GetUsageResponse* resp) {
+  std::string who;
+  if (auto s = auth_->Check(*ctx, absl::StrCat(kQuota, "GetUsage"), TeamScope(req->team()), &who); !s.ok()) {
+    return Refuse(ctx, s);
+  }
+  ScopedOrigin origin(who, ctx->peer());
+  return inner_->GetUsage(ctx, req, resp);
+}
+
+grpc::ServerUnaryReactor* GuardedQuota::ApplyConfig(grpc::CallbackServerContext* ctx,
+                                                    const v1::ApplyConfigRequest* req,
+                                                    v1::ApplyConfigResponse* resp) {
+  std::string who;
+  if (auto s = auth_->Check(*ctx, absl::StrCat(kQuota, "ApplyConfig"), {}, &who); !s.ok()) return Refuse(ctx, s);
+  if (!req->dry_run()) {
+    spdlog::info("audit: ApplyConfig by '{}' ({})", who, ctx->peer());
+  }
+  ScopedOrigin origin(who, ctx->peer());
+  return inner_->ApplyConfig(ctx, req, resp);
+}
+
+// ---------------------------------------------------------------- forecast
+
+grpc::ServerUnaryReactor* GuardedForecast::Forecast(grpc::CallbackServerContext* ctx, const v1::ForecastRequest* req,
+                                                    v1::ForecastResponse* resp) {
+  std::string who;
+  if (auto s = auth_->Check(*ctx, absl::StrCat(kForecast, "Forecast"), TeamScope(req->series().team()), &who); !s.ok()) {
+    return Refuse(ctx, s);
+  }
+  ScopedOrigin origin(who, ctx->peer());
+  return inner_->Forecast(ctx, req, resp);
+}
+
+grpc::ServerUnaryReactor* GuardedForecast::RecommendReservations(grpc::CallbackServerContext* ctx,
+                                                                 const v1::RecommendReservationsRequest* req,
+                                                                 v1::RecommendReservationsResponse* resp) {
+  std::string who;
+  if (auto s = auth_->Check(*ctx, absl::StrCat(kForecast, "RecommendReservations"), TeamScope(req->series().team()), &who);
+      !s.ok()) {
+    return Refuse(ctx, s);
+  }
+  ScopedOrigin origin(who, ctx->peer());
+  return inner_->RecommendReservations(ctx, req, resp);
+}
+
+grpc::ServerUnaryReactor* GuardedForecast::ProposeTide(grpc::CallbackServerContext* ctx,
+                                                       const v1::ProposeTideRequest* req,
+                                                       v1::ProposeTideResponse* resp) {
+  std::string who;
+  if (auto s = auth_->Check(*ctx, absl::StrCat(kForecast, "ProposeTide"), TeamScope(req->series().team()), &who);
+      !s.ok()) {
+    return Refuse(ctx, s);
+  }
+  ScopedOrigin origin(who, ctx->peer());
+  return inner_->ProposeTide(ctx, req, resp);
+}
+
+// ---------------------------------------------------------------- elastic, agents, diagnostics
+
+namespace {
+CallScope JobIdScope(const std::string& job) {
+  CallScope scope;
+  scope.job = job;
+  return scope;
+}
+}  // namespace
+
+grpc::ServerWriteReactor<v1::ResizeRequest>* GuardedElastic::WatchResizes(grpc::CallbackServerContext* ctx,
+                                                                         const v1::WatchResizesRequest* req) {
+  std::string who;
+  if (auto s = auth_->Check(*ctx, absl::StrCat(kElastic, "WatchResizes"), JobIdScope(req->job()), &who); !s.ok()) {
+    return new RefusedWriter<v1::ResizeRequest>(s);
+  }
+  ScopedOrigin origin(who, ctx->peer());
+  return inner_->WatchResizes(ctx, req);
+}
+
+grpc::ServerUnaryReactor* GuardedElastic::AckResize(grpc::CallbackServerContext* ctx,
+                                                    const v1::AckResizeRequest* req, v1::AckResizeResponse* resp) {
+  std::string who;
+  if (auto s = auth_->Check(*ctx, absl::StrCat(kElastic, "AckResize"), JobIdScope(req->job()), &who); !s.ok()) {
+    return Refuse(ctx, s);
+  }
+  ScopedOrigin origin(who, ctx->peer());
+  return inner_->AckResize(ctx, req, resp);
+}
+
+GuardedAgents::GuardedAgents(AgentServiceImpl* inner, const Authenticator* auth) : inner_(inner), auth_(auth) {
+  if (!auth_->open()) {
+    inner_->SetClaimCheck([auth](grpc::CallbackServerContext* ctx) { return auth->AgentClusterCheck(*ctx); });
+  }
+}
+
+grpc::ServerBidiReactor<v1::AgentMessage, v1::BrokerAction>* GuardedAgents::Connect(
+    grpc::CallbackServerContext* ctx) {
+  std::string who;
+  if (auto s = auth_->Check(*ctx, "/tidegate.v1.AgentService/Connect", {}, &who); !s.ok()) return new RefusedAgent(s);
+  ScopedOrigin origin(who, ctx->peer());
+  return inner_->Connect(ctx);
+}
+
+grpc::ServerUnaryReactor* GuardedDiagnostics::Ping(grpc::CallbackServerContext* ctx, const v1::PingRequest* req,
+                                                   v1::PingResponse* resp) {
+  std::string who;
+  if (auto s = auth_->Check(*ctx, "/tidegate.v1.DiagnosticsService/Ping", {}, &who); !s.ok()) return Refuse(ctx, s);
+  ScopedOrigin origin(who, ctx->peer());
+  return inner_->Ping(ctx, req, resp);
+}
+
+}  // namespace tidegate::service::auth
