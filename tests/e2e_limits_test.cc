@@ -89,7 +89,10 @@ testing::ServerProcess* LimitsTest::server_ = nullptr;
 TEST_F(LimitsTest, AnOversizedAdmitIsRefusedAndNothingIsJournalled) {
   const int64_t before = Seq();
   // Past the per-command limit (64 KiB): INVALID_ARGUMENT naming the size.
-  grpc::Status s = Admit(Job(std::string(100 * 1024, 'x'), "research", 1));
+  // (A valid id and 100 KiB of labels: the id's own bound is checked first.)
+  v1::JobSpec big = Job("big-labels", "research", 1);
+  for (int i = 0; i < 100; ++i) (*big.mutable_labels())["l" + std::to_string(i)] = std::string(1000, 'x');
+  grpc::Status s = Admit(big);
   EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
   EXPECT_THAT(s.error_message(), HasSubstr("more than the 65536 accepted (--max-request-bytes)"));
   // Past the largest message of any method (4 MiB): gRPC refuses it unread.
@@ -100,7 +103,7 @@ TEST_F(LimitsTest, AnOversizedAdmitIsRefusedAndNothingIsJournalled) {
 
 TEST_F(LimitsTest, UnknownFieldsAreNeitherJournalledNorServedBack) {
   v1::AdmitRequest req;
-  *req.mutable_job() = Job("unknown-fields", "serving", 0);
+  *req.mutable_job() = Job("unknown-fields", "serving", 1);
   req.mutable_job()->GetReflection()->MutableUnknownFields(req.mutable_job())->AddLengthDelimited(
       999, std::string(30000, 'z'));
   v1::AdmitResponse resp;
@@ -179,7 +182,7 @@ TEST_F(LimitsTest, StreamsPastThePerClientLimitAreResourceExhaustedAndSlotsComeB
 
 TEST_F(LimitsTest, ListJobsPagesInIdOrderUntilAnEmptyToken) {
   for (const char* id : {"page-c", "page-a", "page-e", "page-b", "page-d"}) {
-    ASSERT_TRUE(Admit(Job(id, "serving", 0)).ok()) << id;
+    ASSERT_TRUE(Admit(Job(id, "serving", 1)).ok()) << id;
   }
   v1::ListJobsRequest req;
   req.set_team("serving");
