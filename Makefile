@@ -29,7 +29,7 @@ PACKAGES := build-essential cmake ninja-build pkg-config \
             libabsl-dev libyaml-cpp-dev libcli11-dev libspdlog-dev \
             libsqlite3-dev sqlite3 libgtest-dev libgmock-dev libbenchmark-dev \
             nlohmann-json3-dev python3 python3-statsmodels python3-grpcio python3-protobuf slurm-wlm munge \
-            tzdata openssl
+            tzdata openssl libssl-dev
 
 .PHONY: deps build test run bench clean
 
