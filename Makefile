@@ -68,8 +68,9 @@ test: build
 	ctest --test-dir $(BUILD_DIR) --output-on-failure -j2
 
 # ---------------------------------------------------------------- run
-# Starts the broker (tidegated) with the example config once it is built
-# (issue 3); until then, runs the example simulation instead.
+# Starts the broker (tidegated) with the example config and its own ledger
+# (--init creates it on the first run); without a built tidegated it runs the
+# example simulation instead.
 run: build
 	@if [ -x $(BIN)/tidegated ]; then \
 	  echo "Starting tidegated on $(LISTEN) with $(EXAMPLE_CONFIG) (ledger: tidegate.db)"; \

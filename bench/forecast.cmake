@@ -1,4 +1,4 @@
-# bench_forecast: forecast speed (issue 6 §7). Included from bench/CMakeLists.txt:
+# bench_forecast: forecast speed. Included from bench/CMakeLists.txt:
 #   include(${CMAKE_CURRENT_SOURCE_DIR}/forecast.cmake)
 find_package(Threads REQUIRED)
 add_executable(bench_forecast ${CMAKE_CURRENT_LIST_DIR}/forecast_bench.cc)

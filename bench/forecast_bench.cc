@@ -1,4 +1,4 @@
-// Forecast speed (issue 6 §7): fitting double-seasonal Holt–Winters on 4,400
+// Forecast speed: fitting double-seasonal Holt–Winters on 4,400
 // hourly points (target < 200 ms), and forecasting 1,000 team series with
 // backtested model choice (target < 30 s on a 2-core machine).
 //

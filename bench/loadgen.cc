@@ -1,4 +1,4 @@
-// tidegate-loadgen: a gRPC load generator for tidegated (issue 3). N
+// tidegate-loadgen: a gRPC load generator for tidegated. N
 // concurrent clients on the callback API keep one call each in flight; first
 // a no-op RPC (DiagnosticsService.Ping) for the same time as the ceiling, then
 // a mix of Admit / Release / GetTeam. Reports calls/s, decisions/s and p50/p99

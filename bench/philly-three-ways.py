@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Replays the Philly trace three ways and prints a markdown table (issue 4, item 7).
+"""Replays the Philly trace three ways and prints a markdown table.
 
     bench/philly-three-ways.py [--tidegate build/bin/tidegate] [--trace tests/data/philly-pollux.csv]
 

@@ -40,7 +40,7 @@ int RunTidegate(int argc, const char* const* argv, const Io& io) {
   AddConfigCommand(app, io, client, &exit_code);
   AddElasticCommands(app, io, client, &exit_code);
   AddLedgerCommand(app, io, &exit_code);
-  // Offline forecasts from CSV files (issue 6, docs/forecast.md).
+  // Offline forecasts from CSV files (docs/forecast.md).
   AddForecastCommand(app, io, &exit_code);
   AddReserveCommand(app, io, &exit_code);
   AddTideProposeCommand(app, io, &exit_code);

@@ -7,7 +7,7 @@
 //
 // `tidegate ledger import-usage --db FILE [--create] CSV --column NAME [--queued-column
 // NAME] [--team-column team | --team T] [--wallclock-column wallclock]
-// [--time-column hour_start_s] [--resource gpu]` (issue 6): writes hourly
+// [--time-column hour_start_s] [--resource gpu]`: writes hourly
 // usage rows (ledger/store.h UsageRow: GPUs × 3600 resource-seconds) from an
 // accounting export into a ledger, in one transaction, so that ForecastService
 // has history before the broker has run for weeks. A missing FILE is refused

@@ -1,4 +1,4 @@
-// An SVG chart of a forecast (issue 6 §5): recent history, the P10–P90 band,
+// An SVG chart of a forecast: recent history, the P10–P90 band,
 // the P50 line and, when given, the reserved level, on labelled axes. Plain
 // SVG 1.1 text with no script, no external font and no plotting library, so
 // it opens in any browser and diffs as text.

@@ -1,4 +1,4 @@
-// The part of `tidegate ledger verify` that needs no core (issue 3): read the
+// The part of `tidegate ledger verify` that needs no core: read the
 // whole journal, check its integrity, and list every problem rather than stop
 // at the first. The service combines this with a replay through the core (the
 // `replay` callback) and a comparison with the stored state.

@@ -1,4 +1,4 @@
-// End to end for online forecasts (issue 6): a month of Helios' hourly GPU
+// End to end for online forecasts: a month of Helios' hourly GPU
 // demand (tests/data/helios-earth-vc-seq.timeseries.csv, CC BY 4.0, see
 // tests/data/README.md) is imported into a fresh SQLite ledger with the real
 // `tidegate ledger import-usage`, the real tidegated is started on it

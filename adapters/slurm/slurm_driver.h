@@ -1,4 +1,4 @@
-// The SLURM driver (issue 5): a ClusterDriver over the SLURM commands of
+// The SLURM driver: a ClusterDriver over the SLURM commands of
 // 22.05 (squeue/sinfo --json, scontrol, scancel), run as the agent's user
 // (root or SlurmUser, so it may release, hold and update any job).
 //

@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""Backtest accuracy on the real traces (issue 6 §6), as a Markdown table.
+"""Backtest accuracy on the real traces, as a Markdown table.
 
 Runs `tidegate forecast --horizon 168 -o json` on Philly's hourly demand and
 submissions (its analysis window, 2017-09-25 to 2017-12-10: the trace is

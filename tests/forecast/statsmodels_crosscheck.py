@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""Cross-checks tidegate's Holt-Winters fit against statsmodels (issue 6).
+"""Cross-checks tidegate's Holt-Winters fit against statsmodels.
 
 For each series and setting, fits additive Holt-Winters with a 24-hour season
 both with `tidegate forecast --model holt_winters_24[_damped|_notrend]` (whose
