@@ -4,10 +4,12 @@
 #include <limits>
 
 #include "absl/strings/str_cat.h"
-#include "broker/core/admission.h"
-#include "broker/core/tide.h"
+#include "broker/core/decider.h"
 #include "broker/core/fair_share.h"
+#include "broker/core/job_spec.h"
 #include "broker/core/state.h"
+#include "broker/core/tide.h"
+#include "broker/core/tide_reclaim.h"
 #include "google/protobuf/util/message_differencer.h"
 
 namespace tidegate::core {
@@ -45,7 +47,7 @@ std::vector<Event> Broker::Apply(const v1::Command& command, Time now) {
   State& s = *state_;
   s.out().clear();
   s.ClearQuietChanges();
-  Admission adm(s);
+  Decider adm(s);
   const Time t = std::max(now, s.now());
   if (command.kind_case() == v1::Command::kAckResize) {
     // An ack at its deadline's instant is in time: it goes before the work
@@ -110,7 +112,7 @@ std::optional<std::vector<Event>> Broker::SubmitWithoutEffect(const v1::JobSpec&
 
 std::optional<Time> Broker::NextDeadline() const {
   // Apply pops stale timers before it returns, so the top is real work.
-  std::optional<Time> next = Admission(*state_).NextTideEvent();
+  std::optional<Time> next = Decider(*state_).NextTideEvent();
   if (!state_->timers().empty() && (!next || state_->timers().top().at < *next)) next = state_->timers().top().at;
   return next;
 }

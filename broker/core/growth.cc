@@ -6,12 +6,12 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
-#include "broker/core/admission.h"
+#include "broker/core/decider.h"
 #include "broker/core/fair_share.h"
 
 namespace tidegate::core {
 
-NamedQuantities Admission::BorrowedPart(const Job& job, std::vector<Quantity>* by_resource) const {
+NamedQuantities Decider::BorrowedPart(const Job& job, std::vector<Quantity>* by_resource) const {
   // The job's own part above its team's guarantee, with the job counted.
   std::vector<Quantity> borrowed(s_.R(), 0);
   for (int r = 0; r < s_.R(); ++r) {
@@ -23,7 +23,7 @@ NamedQuantities Admission::BorrowedPart(const Job& job, std::vector<Quantity>* b
   return named;
 }
 
-NamedQuantities Admission::BorrowedAt(int j, int64_t replicas) {
+NamedQuantities Decider::BorrowedAt(int j, int64_t replicas) {
   // Before the capacity a shrink frees is held for its waiter (which is
   // charged to the same team until the waiter is admitted).
   Job& job = s_.job(j);
@@ -34,7 +34,7 @@ NamedQuantities Admission::BorrowedAt(int j, int64_t replicas) {
   return out;
 }
 
-bool Admission::GrowFits(const Job& job) const {
+bool Decider::GrowFits(const Job& job) const {
   if (job.grow_backoff_until > s_.now()) return false;
   std::vector<Quantity> avail;
   s_.Available(job.team, &avail);
@@ -48,7 +48,7 @@ bool Admission::GrowFits(const Job& job) const {
   return FitsGuards(job, job.per_replica);
 }
 
-void Admission::GrowPass() {
+void Decider::GrowPass() {
   if (s_.teams_with_growable().empty() || s_.grow_idle_stamp == s_.change_stamp()) return;
   // While a job waits for its victims, the capacity its victim search
   // counted on is its too: its cluster's free capacity and the headroom of
@@ -155,7 +155,7 @@ void Admission::GrowPass() {
   }
 }
 
-void Admission::RequestResize(int j, int64_t target, const std::string& reason, int for_job, const std::string& by) {
+void Decider::RequestResize(int j, int64_t target, const std::string& reason, int for_job, const std::string& by) {
   Job& job = s_.job(j);
   const int64_t from = job.replicas;
   ++job.epoch;
@@ -186,7 +186,7 @@ void Admission::RequestResize(int j, int64_t target, const std::string& reason, 
   s_.AddTimer(job.resize_deadline, j);
 }
 
-void Admission::CompleteResize(int j, int64_t replicas) {
+void Decider::CompleteResize(int j, int64_t replicas) {
   Job& job = s_.job(j);
   const int64_t before = job.replicas;
   const int waiting = job.shrink_for;
@@ -214,19 +214,19 @@ void Admission::CompleteResize(int j, int64_t replicas) {
   }
 }
 
-void Admission::ResolveDeferred() {
+void Decider::ResolveDeferred() {
   std::vector<int> due;
   due.swap(deferred_);
   for (int w : due) ResolveWaiting(w);
 }
 
-void Admission::BackOffGrowth(int j) {
+void Decider::BackOffGrowth(int j) {
   Job& job = s_.job(j);
   job.grow_backoff_until = s_.now() + s_.config().policy.resize_timeout_s * kMillisPerSecond;
   if (job.grow_backoff_until > s_.now()) s_.AddTimer(job.grow_backoff_until, j);
 }
 
-void Admission::DropGrowRequest(int j) {
+void Decider::DropGrowRequest(int j) {
   Job& job = s_.job(j);
   if (!job.resize_pending() || job.shrink_pending()) return;
   // The job leaves whole with what it holds, the reserved replicas too: all
@@ -237,7 +237,7 @@ void Admission::DropGrowRequest(int j) {
   s_.UpdateGrowable(j);
 }
 
-void Admission::AckResize(const v1::AckResize& ack) {
+void Decider::AckResize(const v1::AckResize& ack) {
   const int j = s_.FindJob(ack.job());
   if (j < 0) {
     Error(ack.job(), absl::StrCat("ack_resize.job: unknown job '", ack.job(), "'"));

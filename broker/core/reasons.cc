@@ -8,7 +8,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/time/time.h"
-#include "broker/core/admission.h"
+#include "broker/core/decider.h"
+#include "broker/core/reasons.h"
 
 namespace tidegate::core {
 
@@ -16,7 +17,7 @@ std::string ReasonTime(Time ms) {
   return absl::FormatTime("%Y-%m-%dT%H:%M:%SZ", absl::FromUnixMillis(ms), absl::UTCTimeZone());
 }
 
-void Admission::SetReason(Job& job, std::string reason) {
+void Decider::SetReason(Job& job, std::string reason) {
   if (job.reason == reason) return;
   job.reason = std::move(reason);
   s_.NoteQuietChange(job.id);  // readers re-read the job: no event names it.
@@ -31,7 +32,7 @@ std::string Limit(const NodeConfig& nc, int r) {
 
 }  // namespace
 
-std::string Admission::ExceedsMaxReason(const Job& job) const {
+std::string Decider::ExceedsMaxReason(const Job& job) const {
   for (int r = 0; r < s_.R(); ++r) {
     if (!(job.requested >> r & 1)) continue;
     const std::string& res = s_.config().resources[r];
@@ -57,7 +58,7 @@ std::string Admission::ExceedsMaxReason(const Job& job) const {
   return "exceeds_max";
 }
 
-std::string Admission::BindingReason(const Job& job, ResourceMask contested) const {
+std::string Decider::BindingReason(const Job& job, ResourceMask contested) const {
   for (int r = 0; r < s_.R(); ++r) {
     if (!(contested >> r & 1)) continue;
     const std::string& res = s_.config().resources[r];
@@ -88,7 +89,7 @@ std::string Admission::BindingReason(const Job& job, ResourceMask contested) con
   return "waiting";
 }
 
-std::string Admission::BehindHeadReason(const Job& head) const {
+std::string Decider::BehindHeadReason(const Job& head) const {
   return absl::StrCat("strict_fifo: behind strict-FIFO head ", head.id, " of ", s_.node(head.team).name,
                       ", which cannot be admitted yet (see its reason)");
 }

@@ -3,10 +3,11 @@
 #include <algorithm>
 
 #include "absl/strings/str_cat.h"
-#include "broker/core/admission.h"
 #include "broker/core/broker.h"
+#include "broker/core/job_spec.h"
 #include "broker/core/state.h"
 #include "broker/core/tide.h"
+#include "broker/core/tide_reclaim.h"
 
 namespace tidegate::core {
 namespace {

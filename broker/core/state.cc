@@ -299,7 +299,7 @@ void State::UpdateGrowable(int j) {
 
 void State::Reconfigure(CompiledConfig config, v1::Config source) {
   // Remap resources, teams and clusters by name; the caller has checked that
-  // every job's team and cluster still exist (Admission::Reconfigure).
+  // every job's team and cluster still exist (Decider::Reconfigure).
   const CompiledConfig& old = config_;
   std::vector<int> rmap(old.num_resources());
   for (int r = 0; r < old.num_resources(); ++r) rmap[r] = config.resource_index.at(old.resources[r]);

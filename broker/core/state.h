@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
+#include "broker/core/coming_usage.h"
 #include "broker/core/config.h"
 #include "broker/core/events.h"
 #include "broker/core/types.h"
@@ -152,30 +153,6 @@ struct Timer {
   int job;
   uint64_t gen;
   bool operator>(const Timer& o) const { return std::tie(at, id) > std::tie(o.at, o.id); }
-};
-
-// Usage u(n) of every node under another compiled quota (a tide's coming
-// quota), from the same leaf usage (POLICY.md §1 sums, §6).
-class ComingUsage {
- public:
-  // `leaf_u` per node (inner nodes' entries are ignored and summed).
-  ComingUsage(const CompiledConfig* config, std::vector<std::vector<Quantity>> leaf_u);
-  void Add(int leaf, const std::vector<Quantity>& amount, int sign);
-  bool NodeFits(int n) const;          // u <= g + b (root: u <= g) on every resource.
-  bool PathFits(int n) const;          // NodeFits for n and all its ancestors.
-  bool WithinGuarantee(int n) const;   // u <= g on every resource.
-  // POLICY.md §2's fit test under this quota: extra_r <= max(0,
-  // available(leaf)) on every r with extra_r > 0 (capacity is not tested:
-  // it does not follow the tide).
-  bool FitsWith(int leaf, const std::vector<Quantity>& extra) const;
-  // available(n) for resource r under this quota (POLICY.md §1).
-  Quantity Available(int n, int r) const;
-
- private:
-  void Sum(int n);
-  const CompiledConfig* c_;
-  int R_;
-  std::vector<std::vector<Quantity>> u_;
 };
 
 class State {

@@ -5,18 +5,14 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
-#include "broker/core/admission.h"
+#include "broker/core/decider.h"
 #include "broker/core/tide.h"
+#include "broker/core/tide_reclaim.h"
 #include "broker/core/victims.h"
 
 namespace tidegate::core {
 
-// ---------------------------------------------------------------- usage under another quota
-
-ComingUsage::ComingUsage(const CompiledConfig* config, std::vector<std::vector<Quantity>> leaf_u)
-    : c_(config), R_(config->num_resources()), u_(std::move(leaf_u)) {
-  Sum(kRootNode);
-}
+namespace {
 
 // The usage of every node under `coming`, from the state's leaf usage;
 // optionally without the jobs that are draining (they leave before it).
@@ -36,72 +32,11 @@ ComingUsage UsageUnder(const State& s, const CompiledConfig& coming, bool exclud
   return ComingUsage(&coming, std::move(u));
 }
 
-void ComingUsage::Sum(int n) {
-  if (c_->nodes[n].leaf && n != kRootNode) return;
-  std::fill(u_[n].begin(), u_[n].end(), 0);
-  for (int c : c_->nodes[n].children) {
-    Sum(c);
-    for (int r = 0; r < R_; ++r) u_[n][r] += std::max(u_[c][r], c_->nodes[c].p[r]);
-  }
-}
-
-void ComingUsage::Add(int leaf, const std::vector<Quantity>& amount, int sign) {
-  for (int r = 0; r < R_; ++r) {
-    Quantity delta = sign * amount[r];
-    int n = leaf;
-    while (delta != 0 && n != kRootNode) {
-      const Quantity p = c_->nodes[n].p[r];
-      const Quantity before = std::max(u_[n][r], p);
-      u_[n][r] += delta;
-      const Quantity after = std::max(u_[n][r], p);
-      delta = after - before;
-      n = c_->nodes[n].parent;
-    }
-    if (n == kRootNode) u_[kRootNode][r] += delta;
-  }
-}
-
-bool ComingUsage::NodeFits(int n) const {
-  for (int r = 0; r < R_; ++r) {
-    const NodeConfig& nc = c_->nodes[n];
-    const Quantity limit = n == kRootNode ? nc.g[r] : SatAdd(nc.g[r], nc.b[r]);
-    if (u_[n][r] > limit) return false;
-  }
-  return true;
-}
-
-bool ComingUsage::PathFits(int n) const {
-  for (int a : c_->nodes[n].path) {
-    if (!NodeFits(a)) return false;
-  }
-  return true;
-}
-
-bool ComingUsage::WithinGuarantee(int n) const {
-  for (int r = 0; r < R_; ++r) {
-    if (u_[n][r] > c_->nodes[n].g[r]) return false;
-  }
-  return true;
-}
-
-Quantity ComingUsage::Available(int n, int r) const {
-  const NodeConfig& nc = c_->nodes[n];
-  if (n == kRootNode) return nc.g[r] - u_[n][r];
-  const Quantity own = SatSub(SatAdd(nc.g[r], nc.b[r]), u_[n][r]);
-  const Quantity slack = std::max<Quantity>(0, nc.p[r] - u_[n][r]);
-  return std::min(own, SatAdd(slack, Available(nc.parent, r)));
-}
-
-bool ComingUsage::FitsWith(int leaf, const std::vector<Quantity>& extra) const {
-  for (int r = 0; r < R_; ++r) {
-    if (extra[r] > 0 && extra[r] > std::max<Quantity>(0, Available(leaf, r))) return false;
-  }
-  return true;
-}
+}  // namespace
 
 // ---------------------------------------------------------------- schedule
 
-absl::StatusOr<CompiledConfig> Admission::CompileAt(const v1::Config& source, Time t) const {
+absl::StatusOr<CompiledConfig> Decider::CompileAt(const v1::Config& source, Time t) const {
   return HasTide(source) ? CompileConfig(EffectiveConfig(source, t)) : CompileConfig(source);
 }
 
@@ -158,7 +93,7 @@ void ResetTide(State& s) {
   }
 }
 
-std::optional<Time> Admission::NextTideEvent() const {
+std::optional<Time> Decider::NextTideEvent() const {
   const State::Tide& tide = s_.tide();
   if (!tide.enabled) return std::nullopt;
   std::optional<Time> next = tide.next_apply;
@@ -169,7 +104,7 @@ std::optional<Time> Admission::NextTideEvent() const {
   return next;
 }
 
-bool Admission::RunTide(Time t) {
+bool Decider::RunTide(Time t) {
   State::Tide& tide = s_.tide();
   bool ran = false;
   const Time lead_ms = s_.config().policy.tide_lead_s * kMillisPerSecond;
@@ -208,7 +143,7 @@ bool Admission::RunTide(Time t) {
   return ran;
 }
 
-bool Admission::FitsGuards(const Job& job, const std::vector<Quantity>& extra) const {
+bool Decider::FitsGuards(const Job& job, const std::vector<Quantity>& extra) const {
   State::Tide& tide = s_.tide();
   if (tide.guards.empty()) return true;
   if (tide.guard_usage_stamp != s_.change_stamp()) {
@@ -224,7 +159,7 @@ bool Admission::FitsGuards(const Job& job, const std::vector<Quantity>& extra) c
 
 // ---------------------------------------------------------------- reclaim at the lead
 
-void Admission::TideReclaim(const CompiledConfig& coming, const std::vector<int>& rising) {
+void Decider::TideReclaim(const CompiledConfig& coming, const std::vector<int>& rising) {
   const int R = s_.R();
   for (const int t : rising) {
     ComingUsage u = UsageUnder(s_, coming, /*exclude_draining=*/true);

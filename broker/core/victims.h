@@ -1,6 +1,7 @@
-// Victim search: who makes room for a queued job (POLICY.md §3 classical,
-// §5 fair sharing). Both run on the live state with what-if removals that are
-// undone before they return: the state is unchanged on return.
+// What both victim searches share (POLICY.md §3 "Order"): the Victim they
+// return, the ordering key of a candidate, lost work, and who may be a
+// victim at all. The searches: victims_classical.h (§3) and
+// victims_fair_share.h (§5).
 #ifndef TIDEGATE_BROKER_CORE_VICTIMS_H_
 #define TIDEGATE_BROKER_CORE_VICTIMS_H_
 
@@ -26,11 +27,16 @@ struct Victim {
 // with no resize pending.
 bool Shrinkable(const Job& job);
 
+// The list a candidate comes from, in the order the lists are concatenated
+// (POLICY.md §3): reclaim with the hierarchy advantage, reclaim by priority,
+// then the preemptor's own team.
+enum class CandidateList { kHierarchy = 0, kPriority = 1, kSameTeam = 2 };
+
 // Ordering keys of one candidate (POLICY.md §3 "Order", keys 1-7, plus the
 // list it belongs to for the concatenation). Smaller sorts first.
 struct CandidateKey {
   bool not_draining;   // draining groups come first across lists.
-  int list;            // 0 hierarchy, 1 priority, 2 same-team.
+  CandidateList list;
   bool outside_cluster;  // key 1
   bool own_team;       // key 3
   int32_t priority;    // key 4
@@ -47,13 +53,6 @@ struct CandidateKey {
 // with a declared interval, admitted_at + k x interval (k the largest with
 // that <= now).
 u128 LostWork(const Job& job, Time now);
-
-// POLICY.md §3. Returns the victims of the first successful pass (empty when
-// no pass fits). `contested` is the mask of contested resources for job j.
-std::vector<Victim> ClassicalVictims(State& state, int j, ResourceMask contested);
-
-// POLICY.md §5 (fair sharing on).
-std::vector<Victim> FairShareVictims(State& state, int j, ResourceMask contested);
 
 // Can `candidate` be chosen as a victim at all right now: holds capacity,
 // is not already claimed by another waiting job, has no shrink waiting for

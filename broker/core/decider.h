@@ -1,10 +1,22 @@
-// The verbs of one Apply call: validate and record commands, run admission
-// cycles (POLICY.md §2, §4), choose victims (§3, §5), drain them and hold
-// what they free for the job that waits (§4, §6).
+// Decider: what one Broker::Apply call does to the state. It records the
+// command, runs the work that fell due, and runs admission cycles (POLICY.md
+// §2, §4): admits, chooses victims (§3, §5), drains them and holds what they
+// free for the job that waits (§4), grows elastic jobs, and follows the tide
+// (§6). Every decision is an Event appended to State::out().
+//
+// One class, because every verb moves the same state and the same records;
+// its definitions live in one file per concept:
+//   commands.cc         submit, adopt, finish, checkpoint, config changes
+//   timers.cc           deadlines and backoffs due at a time (RunDue)
+//   admission_cycle.cc  the cycle, its passes and the test of one job
+//   drain.cc            victims drain; holds; a reclaimer resolved
+//   growth.cc           elastic growth and the resize protocol
+//   tide_reclaim.cc     the tide's schedule, guards and reclaim at the lead
+//   reasons.cc          why a job waits, with numbers
 //
 // Threading: runs on the core's owner thread only; short-lived (one Apply).
-#ifndef TIDEGATE_BROKER_CORE_ADMISSION_H_
-#define TIDEGATE_BROKER_CORE_ADMISSION_H_
+#ifndef TIDEGATE_BROKER_CORE_DECIDER_H_
+#define TIDEGATE_BROKER_CORE_DECIDER_H_
 
 #include <string>
 #include <vector>
@@ -14,47 +26,14 @@
 
 namespace tidegate::core {
 
-// Validates a job spec against the config and builds the core's Job, with the
-// spec normalized (defaults filled in). INVALID_ARGUMENT naming the field and
-// the value. created_at defaults to `now`.
-// A time as reasons state it: "2026-01-05T18:27:00Z" (UTC).
-std::string ReasonTime(Time ms);
+// Why a job that fits now waits between a tide lead and its change.
+inline constexpr char kNoRoomUnderComingTide[] = "tide: no room under the quota of the coming tide change";
 
-absl::StatusOr<Job> ParseJobSpec(const CompiledConfig& config, const v1::JobSpec& spec, Time now);
-// ParseJobSpec for a submit, which may not record a job that is already
-// draining (only adopt may).
-absl::StatusOr<Job> ParseSubmit(const CompiledConfig& config, const v1::JobSpec& spec, Time now);
-// The `reject` event of a job spec that did not parse.
-Event RejectEvent(const v1::JobSpec& spec, const absl::Status& why, Time now);
-// The reason of the `error` for a submit of an existing id with another spec.
-std::string DifferentSpecReason(const std::string& id);
-// The same for an id retained after its job ended.
-std::string EndedDifferentSpecReason(const std::string& id, const EndedJob& ended, int64_t retention_s);
-
-// Recomputes the tide schedule (next lead, next boundary) and the guards
-// from the state's base config and cursors: after Create, Restore or a
-// config change.
-void ResetTide(State& s);
-
-// The teams whose own tide rule raises their guarantee or private part
-// (g - lend_limit) at `boundary`, as node indices of `coming` (the quota in
-// force from the boundary). An ancestor that rises only through a child's
-// sum is not one of them. Lead reclaim and the guard are for these rises.
-std::vector<int> RisingTeams(const v1::Config& source, const CompiledConfig& coming, Time boundary);
-
-// The bounds every submitted or adopted spec must meet before it is parsed:
-// a printable id of bounded length, bounded labels, a real elastic range, a
-// positive demand (not for `adopt`, which records what already runs).
-// INVALID_ARGUMENT naming the field and the value.
-absl::Status CheckSubmitBounds(const v1::JobSpec& spec, bool adopt);
-
-class Admission {
+class Decider {
  public:
-  explicit Admission(State& s) : s_(s) {}
+  explicit Decider(State& s) : s_(s) {}
 
-  // Time-driven work due at or before `now`, in time order, each instant
-  // followed by a cycle. Leaves s.now() == now.
-  void RunDue(Time now);
+  // ---- commands (commands.cc, drain.cc for Vacate, growth.cc for AckResize)
 
   void Submit(const v1::JobSpec& spec);
   void Adopt(const v1::AdoptJobs& batch);
@@ -72,37 +51,29 @@ class Admission {
   void ApplyConfig(const v1::Config& next) { Reconfigure(next); }
   void Error(const std::string& job, std::string reason);
 
-  // When the next tide lead or boundary is due, or nullopt without tide.
+  // ---- time (timers.cc)
+  // Time-driven work due at or before `now`, in time order, each instant
+  // followed by a cycle. Leaves s.now() == now.
+  void RunDue(Time now);
+  // Pops timers that no longer stand for work (the job left, was readmitted,
+  // or the slot was reused), so NextDeadline() names real work only.
+  void DropStaleTimers();
+  // When the next tide lead or boundary is due, or nullopt without tide
+  // (tide_reclaim.cc).
   std::optional<Time> NextTideEvent() const;
 
+  // ---- the admission cycle (admission_cycle.cc)
   // One admission cycle (POLICY.md §4): pending jobs in queue order (or
   // fair-share order), each admitted, given victims, or left waiting.
   void Cycle();
   // Writes a `queue` record for each job submitted in this call that is
   // still waiting and has no record yet.
   void AnnounceQueued();
-  // Pops timers that no longer stand for work (the job left, was readmitted,
-  // or the slot was reused), so NextDeadline() names real work only.
-  void DropStaleTimers();
 
  private:
   enum class Outcome { kAdmitted, kWaiting, kQueued };
 
-  Outcome TryAdmit(int j);
-  void Admit(int j);
-  ResourceMask Contested(const Job& job) const;
-  bool ExceedsMax(const Job& job) const;
-  bool PassesGate(const Job& job, ResourceMask contested) const;
-  // Reasons (reasons.cc): what blocks the job, with numbers.
-  std::string BindingReason(const Job& job, ResourceMask contested) const;
-  std::string ExceedsMaxReason(const Job& job) const;
-  std::string BehindHeadReason(const Job& head) const;
-  // Sets job.reason; a change is reported to readers (QuietlyChangedIds).
-  void SetReason(Job& job, std::string reason);
-  void ChooseVictims(int j, const std::vector<Victim>& victims);
-  // A draining job departs (grace over, or it ended). `ended` = it finished.
-  void Leave(int v, bool ended);
-  void ResolveWaiting(int j);
+  // ---- the admission cycle (admission_cycle.cc)
   // The jobs waiting for their victims, in queue order (stale entries of
   // State::waiters dropped).
   std::vector<int> Waiters();
@@ -111,10 +82,37 @@ class Admission {
   void AdmitWaitersThatFit();
   void ClassicalPass();
   void FairSharePass();
+  // Can no pending job of `team` fit or choose victims? (a cheap, sound test)
   bool TeamStuck(int team) const;
   // Strict FIFO: the jobs from `it` on wait behind `head`; says so.
   void MarkBehindHead(int head, std::set<QueueKey>::const_iterator it, std::set<QueueKey>::const_iterator end);
+  // One job: admitted, given victims (kWaiting), or left queued.
+  Outcome TryAdmit(int j);
+  void Admit(int j);
+  // The resources on which the job does not fit now (POLICY.md §2).
+  ResourceMask Contested(const Job& job) const;
+  bool ExceedsMax(const Job& job) const;
+  // May the job look for victims at all (POLICY.md §3 gate (a)-(c))?
+  bool PassesGate(const Job& job, ResourceMask contested) const;
+
+  // ---- time (timers.cc)
   bool TimerLive(const Timer& timer) const;
+
+  // ---- reasons (reasons.cc): what blocks the job, with numbers.
+  std::string BindingReason(const Job& job, ResourceMask contested) const;
+  std::string ExceedsMaxReason(const Job& job) const;
+  std::string BehindHeadReason(const Job& head) const;
+  // Sets job.reason; a change is reported to readers (QuietlyChangedIds).
+  void SetReason(Job& job, std::string reason);
+
+  // ---- drain and holds (drain.cc)
+  // Victims start draining (or shrinking) for job j, which waits for them.
+  void ChooseVictims(int j, const std::vector<Victim>& victims);
+  // A draining job departs (grace over, or it ended). `ended` = it finished.
+  void Leave(int v, bool ended);
+  // Job j's last victim is gone: its holds are released and it is admitted
+  // at once if it fits, else requeued with a record saying why.
+  void ResolveWaiting(int j);
 
   // ---- elastic jobs (growth.cc): POLICY.md §4 Growth, DESIGN.md §5.
   // Grows elastic jobs into free capacity, lowest share first.
@@ -155,6 +153,7 @@ class Admission {
   // Compiles the quota in force at the state's now from base `source`.
   absl::StatusOr<CompiledConfig> CompileAt(const v1::Config& source, Time t) const;
 
+  // ---- commands (commands.cc)
   // INVALID_ARGUMENT naming the resource when the job's largest demand could
   // not be summed with the fleet's capacity and every other job's demand.
   absl::Status CheckSummable(const Job& job) const;
@@ -175,4 +174,4 @@ class Admission {
 
 }  // namespace tidegate::core
 
-#endif  // TIDEGATE_BROKER_CORE_ADMISSION_H_
+#endif  // TIDEGATE_BROKER_CORE_DECIDER_H_

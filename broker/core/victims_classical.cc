@@ -1,0 +1,335 @@
+#include "broker/core/victims_classical.h"
+
+#include <algorithm>
+
+#include "absl/container/flat_hash_map.h"
+
+namespace tidegate::core {
+namespace {
+
+// One candidate of POLICY.md §3: a job of the preemptor's team, or of
+// another team met at ancestor `meeting`. Built by the two named
+// constructors, so no call site lists bools by position.
+struct Candidate {
+  int job;
+  int meeting;                     // the ancestor A at which it was found (-1: same team).
+  bool same_team;
+  bool reclaim_without_borrowing;  // other team, and only a pass without borrowing may take it.
+  CandidateKey key;
+
+  static Candidate SameTeam(int job, CandidateKey key) {
+    return Candidate{job, /*meeting=*/-1, /*same_team=*/true, /*reclaim_without_borrowing=*/false, key};
+  }
+  static Candidate OtherTeam(int job, int meeting, bool reclaim_without_borrowing, CandidateKey key) {
+    return Candidate{job, meeting, /*same_team=*/false, reclaim_without_borrowing, key};
+  }
+};
+
+// A list sorted lazily: a heap popped on demand, since a pass usually stops
+// after a few victims and 10,000 candidates need not be fully sorted.
+class LazySorted {
+ public:
+  explicit LazySorted(std::vector<Candidate> items) : heap_(std::move(items)) {
+    std::make_heap(heap_.begin(), heap_.end(), Greater);
+  }
+  // The i-th smallest, or nullptr past the end.
+  const Candidate* At(size_t i) {
+    while (sorted_.size() <= i && !heap_.empty()) {
+      std::pop_heap(heap_.begin(), heap_.end(), Greater);
+      sorted_.push_back(heap_.back());
+      heap_.pop_back();
+    }
+    return i < sorted_.size() ? &sorted_[i] : nullptr;
+  }
+  bool empty() const { return heap_.empty() && sorted_.empty(); }
+
+ private:
+  static bool Greater(const Candidate& a, const Candidate& b) { return b.key < a.key; }
+  std::vector<Candidate> heap_;
+  std::vector<Candidate> sorted_;
+};
+
+// What-if removals with undo, a number of replicas at a time (a whole rigid
+// job is all its replicas).
+class WhatIf {
+ public:
+  explicit WhatIf(State& s) : s_(s) {}
+  ~WhatIf() { RestoreAll(); }
+  // Removes `replicas` of job j; returns the step's index.
+  size_t Remove(int j, int64_t replicas) {
+    Apply(j, replicas, -1);
+    steps_.push_back({j, replicas, true});
+    return steps_.size() - 1;
+  }
+  void Restore(size_t step) {
+    Step& st = steps_[step];
+    if (!st.active) return;
+    Apply(st.job, st.replicas, +1);
+    st.active = false;
+  }
+  void Redo(size_t step) {
+    Step& st = steps_[step];
+    if (st.active) return;
+    Apply(st.job, st.replicas, -1);
+    st.active = true;
+  }
+  void RestoreAll() {
+    for (size_t i = steps_.size(); i-- > 0;) Restore(i);
+    steps_.clear();
+  }
+
+ private:
+  struct Step {
+    int job;
+    int64_t replicas;
+    bool active;
+  };
+  void Apply(int j, int64_t replicas, int sign) {
+    const Job& job = s_.job(j);
+    std::vector<Quantity> amount(s_.R());
+    for (int r = 0; r < s_.R(); ++r) amount[r] = job.per_replica[r] * replicas;
+    s_.AddUsage(job.team, job.cluster, amount, sign);
+  }
+  State& s_;
+  std::vector<Step> steps_;
+};
+
+// A shrinkable elastic job is two candidates: its replicas above min (a
+// shrink, ordered before whole evictions by key 5) and the rest of it (a
+// whole eviction, ordered by lost work like any other).
+void PushCandidate(const Job& job, Candidate cd, std::vector<Candidate>* out) {
+  if (Shrinkable(job)) {
+    Candidate shrink = cd;
+    shrink.key.not_shrinkable = false;
+    shrink.key.whole_part = false;
+    out->push_back(shrink);
+  }
+  out->push_back(cd);  // KeyFor made it a whole part.
+}
+
+bool ClusterLacksRoom(const State& s, const Job& j) {
+  for (int r = 0; r < s.R(); ++r) {
+    if ((j.requested >> r & 1) && j.demand[r] > std::max<Quantity>(0, s.free_capacity(j.cluster, r))) return true;
+  }
+  return false;
+}
+
+bool BorrowingOnAny(const State& s, int n, ResourceMask rs) {
+  for (int r = 0; r < s.R(); ++r) {
+    if ((rs >> r & 1) && s.Borrowing(n, r)) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+namespace {
+
+CandidateKey KeyFor(const State& s, const Job& J, const Job& c, CandidateList list, bool lacks_room) {
+  CandidateKey k;
+  k.not_draining = c.phase != Phase::kDraining;
+  k.list = list;
+  k.outside_cluster = lacks_room && c.cluster != J.cluster;
+  k.own_team = c.team == J.team;
+  k.priority = c.priority;
+  const bool least_lost_work = s.config().policy.least_lost_work;
+  k.not_shrinkable = least_lost_work;  // PushCandidate sets it per part; newest_first drops key 5.
+  k.whole_part = true;
+  k.lost_work = least_lost_work ? LostWork(c, s.now()) : 0;
+  k.neg_admitted_at = -c.admitted_at;
+  k.id = &c.id;
+  return k;
+}
+
+// Collects other-team candidates from the subtree of `node`, skipping
+// `skip_child` and children within guarantee on the contested resources.
+// Every candidate remembers `meeting`, the ancestor level being visited.
+void CollectSubtree(const State& s, const Job& J, int node, int meeting, int skip_child, ResourceMask contested,
+                    bool hierarchy, bool lacks_room, std::vector<Candidate>* out) {
+  const TeamPolicy& pol = s.node(J.team).policy;
+  const auto& bwc = pol.borrow_within_cohort;
+  for (int c : s.node(node).children) {
+    if (c == skip_child) continue;
+    if (s.WithinGuarantee(c, contested)) continue;
+    if (!s.node(c).leaf) {
+      CollectSubtree(s, J, c, meeting, -1, contested, hierarchy, lacks_room, out);
+      continue;
+    }
+    if (c == J.team || !BorrowingOnAny(s, c, contested)) continue;
+    out->reserve(out->size() + s.ns(c).running.size());
+    for (int cj : s.ns(c).running) {
+      const Job& cand = s.job(cj);
+      if (!Eligible(s, cand, contested)) continue;
+      if (pol.reclaim == v1::RECLAIM_LOWER_PRIORITY && cand.priority >= J.priority) continue;
+      const bool reclaim_without_borrowing =
+          !hierarchy && (bwc == v1::BORROW_WITHIN_COHORT_POLICY_NEVER || cand.priority >= J.priority ||
+                         (pol.max_priority && cand.priority > *pol.max_priority));
+      const CandidateList list = hierarchy ? CandidateList::kHierarchy : CandidateList::kPriority;
+      PushCandidate(cand, Candidate::OtherTeam(cj, meeting, reclaim_without_borrowing, KeyFor(s, J, cand, list, lacks_room)),
+                    out);
+    }
+  }
+}
+
+bool SameTeamAllowed(const TeamPolicy& pol, const Job& J, const Job& c) {
+  switch (pol.within_team) {
+    case v1::WITHIN_TEAM_LOWER_PRIORITY:
+      return c.priority < J.priority;
+    case v1::WITHIN_TEAM_LOWER_OR_NEWER_EQUAL_PRIORITY:
+      return c.priority < J.priority || (c.priority == J.priority && J.created_at < c.created_at);
+    default:
+      return false;
+  }
+}
+
+// Skip rule (iii): some node strictly between the candidate's team and its
+// meeting point is within guarantee.
+bool BetweenWithinGuarantee(const State& s, const Candidate& c, ResourceMask contested) {
+  for (int a = s.node(s.job(c.job).team).parent; a != c.meeting && a >= 0; a = s.node(a).parent) {
+    if (s.WithinGuarantee(a, contested)) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+std::vector<Victim> ClassicalVictims(State& s, int j, ResourceMask contested) {
+  const Job& J = s.job(j);
+  const int t = J.team;
+  const TeamPolicy& pol = s.node(t).policy;
+  const int R = s.R();
+  const bool lacks_room = ClusterLacksRoom(s, J);
+  std::vector<Candidate> cands;
+  cands.reserve(s.ns(t).running.size());
+
+  // Same-team candidates.
+  if (pol.within_team != v1::WITHIN_TEAM_NEVER) {
+    for (int cj : s.ns(t).running) {
+      const Job& c = s.job(cj);
+      if (!Eligible(s, c, contested) || !SameTeamAllowed(pol, J, c)) continue;
+      PushCandidate(c, Candidate::SameTeam(cj, KeyFor(s, J, c, CandidateList::kSameTeam, lacks_room)), &cands);
+    }
+  }
+
+  // Other-team candidates, level by level up to D(t).
+  bool any_other = false, any_hierarchy = false;
+  if (pol.reclaim != v1::RECLAIM_NEVER) {
+    const int domain = s.Domain(t, contested);
+    bool advantage = true;
+    std::vector<Quantity> remaining(R, 0);
+    for (int r = 0; r < R; ++r) {
+      if (!(J.requested >> r & 1)) continue;
+      if (s.ns(t).u[r] + J.demand[r] > s.node(t).g[r]) advantage = false;
+      remaining[r] = std::max<Quantity>(0, J.demand[r] - s.Slack(t, r));
+    }
+    int prev = t;
+    for (int A = s.node(t).parent; A >= 0; A = s.node(A).parent) {
+      const size_t before = cands.size();
+      CollectSubtree(s, J, A, A, prev, contested, advantage, lacks_room, &cands);
+      if (cands.size() > before) {
+        any_other = true;
+        if (advantage) any_hierarchy = true;
+      }
+      if (A == domain) break;
+      bool fits_here = true;
+      for (int r = 0; r < R; ++r) {
+        if ((J.requested >> r & 1) && s.ns(A).u[r] + remaining[r] > s.node(A).g[r]) fits_here = false;
+      }
+      advantage = advantage || fits_here;
+      for (int r = 0; r < R; ++r) remaining[r] = std::max<Quantity>(0, remaining[r] - s.Slack(A, r));
+      prev = A;
+    }
+  }
+  if (cands.empty()) return {};
+
+  // Passes.
+  const bool bwc_never = pol.borrow_within_cohort == v1::BORROW_WITHIN_COHORT_POLICY_NEVER;
+  bool team_at_guarantee = false;
+  for (int r = 0; r < R; ++r) {
+    if ((contested >> r & 1) && s.ns(t).u[r] >= s.node(t).g[r]) team_at_guarantee = true;
+  }
+  std::vector<bool> passes;  // allow borrowing?
+  if (!any_other || (bwc_never && team_at_guarantee)) {
+    passes = {true};
+  } else if (bwc_never && !any_hierarchy) {
+    passes = {false, true};
+  } else {
+    passes = {true, false};
+  }
+
+  LazySorted sorted(std::move(cands));
+  for (bool allow_borrowing : passes) {
+    WhatIf what_if(s);
+    // Each removal is a step: one replica of a shrinking elastic job, or the
+    // rest of a job (evicted whole).
+    struct Chosen {
+      int job;
+      bool same_team;
+      bool whole;
+      size_t step;
+    };
+    std::vector<Chosen> chosen;
+    bool fit = false;
+    auto skip = [&](const Candidate& c) {
+      if (c.same_team) return false;
+      return s.WithinGuarantee(s.job(c.job).team, contested) || BetweenWithinGuarantee(s, c, contested);
+    };
+    absl::flat_hash_map<int, int64_t> taken;  // replicas removed so far in this pass, per job
+    for (size_t i = 0; !fit; ++i) {
+      const Candidate* c = sorted.At(i);
+      if (!c) break;
+      if (!c->same_team && c->reclaim_without_borrowing && allow_borrowing) continue;
+      if (skip(*c)) continue;
+      const Job& victim = s.job(c->job);
+      int64_t& gone = taken[c->job];
+      if (!c->key.whole_part) {
+        // A shrink: one replica at a time, down to min (POLICY.md §3).
+        while (victim.replicas - gone > victim.elastic_min && !fit && !skip(*c)) {
+          chosen.push_back({c->job, c->same_team, /*whole=*/false, what_if.Remove(c->job, 1)});
+          ++gone;
+          fit = s.Fits(J, !allow_borrowing);
+        }
+        continue;
+      }
+      const int64_t left = victim.replicas - gone;
+      if (left <= 0) continue;
+      chosen.push_back({c->job, c->same_team, /*whole=*/true, what_if.Remove(c->job, left)});
+      gone += left;
+      fit = s.Fits(J, !allow_borrowing);
+    }
+    if (!fit) continue;
+    // Put back from the second-last step down to the first.
+    std::vector<bool> keep(chosen.size(), true);
+    for (int i = static_cast<int>(chosen.size()) - 2; i >= 0; --i) {
+      what_if.Restore(chosen[i].step);
+      if (s.Fits(J, !allow_borrowing)) {
+        keep[i] = false;
+      } else {
+        what_if.Redo(chosen[i].step);
+      }
+    }
+    // One victim per job, in the order first chosen: evicted when its whole
+    // step stayed, else shrunk by the replica steps that stayed.
+    std::vector<Victim> victims;
+    absl::flat_hash_map<int, size_t> index;
+    for (size_t i = 0; i < chosen.size(); ++i) {
+      if (!keep[i]) continue;
+      const Chosen& ch = chosen[i];
+      auto [it, inserted] = index.try_emplace(ch.job, victims.size());
+      if (inserted) {
+        victims.push_back({ch.job, ch.same_team ? VictimKind::kPriority : VictimKind::kReclaim,
+                           s.job(ch.job).replicas});
+      }
+      Victim& v = victims[it->second];
+      if (ch.whole) {
+        v.shrink_to = -1;
+      } else if (v.shrink_to > 0) {
+        --v.shrink_to;
+      }
+    }
+    return victims;  // what_if restores the state.
+  }
+  return {};
+}
+
+}  // namespace tidegate::core
