@@ -80,12 +80,12 @@ void Decider::Cycle() {
 }
 
 bool Decider::TeamStuck(int team) const {
-  const NodeState& n = s_.ns(team);
+  const NodeState& n = s_.node_state(team);
   const NodeConfig& nc = s_.node(team);
   std::vector<Quantity> avail;
   s_.Available(team, &avail);
   bool direct_impossible = false;
-  for (int r = 0; r < s_.R() && !direct_impossible; ++r) {
+  for (int r = 0; r < s_.num_resources() && !direct_impossible; ++r) {
     if (n.pending_demand[r].empty()) continue;
     const Quantity smallest = *n.pending_demand[r].begin();
     if (smallest == 0) continue;
@@ -105,11 +105,11 @@ bool Decider::TeamStuck(int team) const {
   if (nc.policy.within_team != v1::WITHIN_TEAM_NEVER) return false;
   if (nc.policy.reclaim == v1::RECLAIM_NEVER) return true;
   if (nc.policy.borrow_within_cohort != v1::BORROW_WITHIN_COHORT_POLICY_NEVER) return false;
-  for (int r = 0; r < s_.R(); ++r) {
+  for (int r = 0; r < s_.num_resources(); ++r) {
     if (n.pending_demand[r].empty() || *n.pending_demand[r].begin() == 0) continue;
     bool all_full = true;
     for (int a = team; a != kRootNode && all_full; a = s_.node(a).parent) {
-      if (s_.ns(a).u[r] < s_.node(a).g[r]) all_full = false;
+      if (s_.node_state(a).usage[r] < s_.node(a).guaranteed[r]) all_full = false;
     }
     if (all_full) return true;
   }
@@ -125,7 +125,7 @@ void Decider::ClassicalPass() {
   std::vector<Cursor> heap;
   for (int n : s_.teams_with_pending()) {
     if (TeamStuck(n)) continue;
-    const NodeState& ns = s_.ns(n);
+    const NodeState& ns = s_.node_state(n);
     heap.push_back({ns.pending.begin(), ns.pending.end(), n});
   }
   std::make_heap(heap.begin(), heap.end(), later);
@@ -154,23 +154,22 @@ void Decider::ClassicalPass() {
 }
 
 void Decider::FairSharePass() {
-  // Descend from the root choosing the child with the lowest share at each
-  // level, shares recomputed after each admission. Equal shares: the child
-  // whose next job comes first in queue order (priority, created_at, id),
-  // as Kueue orders its heads; then config order.
+  // Each job comes from the lowest-share leaf (LowestShareLeaf), shares
+  // recomputed after each admission; equal shares go to the child whose
+  // next job comes first in queue order, as Kueue orders its heads.
   const size_t N = s_.config().nodes.size();
   std::vector<bool> done(N, false);  // subtree has nothing left to try.
   std::vector<std::set<QueueKey>::const_iterator> cursor(N);
   std::vector<bool> eligible(N, false);  // had jobs when the pass began.
   for (int t : s_.teams_with_pending()) {
-    cursor[t] = s_.ns(t).pending.begin();
+    cursor[t] = s_.node_state(t).pending.begin();
     eligible[t] = true;
   }
   // The next job to try in n's subtree, or nullptr (marks n done).
-  std::function<const QueueKey*(int)> head = [&](int n) -> const QueueKey* {
+  SubtreeHead head = [&](int n) -> const QueueKey* {
     if (done[n]) return nullptr;
     if (s_.node(n).leaf && n != kRootNode) {
-      if (!eligible[n] || cursor[n] == s_.ns(n).pending.end()) {
+      if (!eligible[n] || cursor[n] == s_.node_state(n).pending.end()) {
         done[n] = true;
         return nullptr;
       }
@@ -185,24 +184,7 @@ void Decider::FairSharePass() {
     return best;
   };
   while (head(kRootNode)) {
-    int n = kRootNode;
-    while (!s_.node(n).leaf || n == kRootNode) {
-      int best = -1;
-      Share best_share;
-      const QueueKey* best_head = nullptr;
-      for (int c : s_.node(n).children) {
-        const QueueKey* h = head(c);
-        if (!h) continue;
-        const Share sh = ShareOf(s_, c);
-        const int cmp = best < 0 ? -1 : Compare(sh, best_share);
-        if (cmp < 0 || (cmp == 0 && *h < *best_head)) {
-          best = c;
-          best_share = sh;
-          best_head = h;
-        }
-      }
-      n = best;
-    }
+    const int n = LowestShareLeaf(s_, head);
     const int j = cursor[n]->job;
     ++cursor[n];
     Job& job = s_.job(j);
@@ -213,7 +195,7 @@ void Decider::FairSharePass() {
       blocked = TryAdmit(j) != Outcome::kAdmitted;
     }
     if (blocked && s_.node(n).policy.strict_fifo) {
-      MarkBehindHead(j, cursor[n], s_.ns(n).pending.end());
+      MarkBehindHead(j, cursor[n], s_.node_state(n).pending.end());
       done[n] = true;
     }
   }
@@ -237,7 +219,7 @@ ResourceMask Decider::Contested(const Job& job) const {
   std::vector<Quantity> avail;
   s_.Available(job.team, &avail);
   ResourceMask contested = 0;
-  for (int r = 0; r < s_.R(); ++r) {
+  for (int r = 0; r < s_.num_resources(); ++r) {
     if (!(job.requested >> r & 1)) continue;
     const Quantity headroom = std::max<Quantity>(0, std::min(avail[r], s_.free_capacity(job.cluster, r)));
     if (job.demand[r] > headroom) contested |= ResourceMask{1} << r;
@@ -246,7 +228,7 @@ ResourceMask Decider::Contested(const Job& job) const {
 }
 
 bool Decider::ExceedsMax(const Job& job) const {
-  for (int r = 0; r < s_.R(); ++r) {
+  for (int r = 0; r < s_.num_resources(); ++r) {
     if (!(job.requested >> r & 1)) continue;
     if (job.demand[r] > s_.node(job.team).potential[r] ||
         job.demand[r] > s_.config().clusters[job.cluster].capacity[r]) {
@@ -262,13 +244,13 @@ bool Decider::PassesGate(const Job& job, ResourceMask contested) const {
   if (s_.config().policy.fair_sharing && pol.reclaim != v1::RECLAIM_NEVER) return true;  // (c)
   const int t = job.team;
   const int domain = s_.Domain(t, contested);
-  for (int r = 0; r < s_.R(); ++r) {
+  for (int r = 0; r < s_.num_resources(); ++r) {
     if (!(contested >> r & 1)) continue;
-    if (job.demand[r] <= s_.node(t).g[r]) continue;  // (a)
+    if (job.demand[r] <= s_.node(t).guaranteed[r]) continue;  // (a)
     bool ok = false;                                 // (b)
     Quantity remaining = job.demand[r] - s_.Slack(t, r);
     for (int a = s_.node(t).parent; a != domain && a > kRootNode; a = s_.node(a).parent) {
-      if (s_.ns(a).u[r] + remaining <= s_.node(a).g[r]) {
+      if (s_.node_state(a).usage[r] + remaining <= s_.node(a).guaranteed[r]) {
         ok = true;
         break;
       }
@@ -330,10 +312,10 @@ void Decider::Admit(int j) {
   e.job = job.id;
   e.team = s_.node(job.team).name;
   e.replicas = job.replicas;
-  std::vector<Quantity> borrowed(s_.R(), 0);
+  std::vector<Quantity> borrowed(s_.num_resources(), 0);
   job.borrowing = false;
-  for (int r = 0; r < s_.R(); ++r) {
-    const Quantity over = s_.ns(job.team).u[r] + job.demand[r] - s_.node(job.team).g[r];
+  for (int r = 0; r < s_.num_resources(); ++r) {
+    const Quantity over = s_.node_state(job.team).usage[r] + job.demand[r] - s_.node(job.team).guaranteed[r];
     borrowed[r] = std::min(job.demand[r], std::max<Quantity>(0, over));
     if (borrowed[r] > 0) job.borrowing = true;
   }
@@ -354,7 +336,7 @@ void Decider::AnnounceQueued() {
     Job& job = s_.job(j);
     if (job.phase != Phase::kQueued || job.announced) continue;
     if (job.reason.empty()) {
-      const NodeState& team = s_.ns(job.team);
+      const NodeState& team = s_.node_state(job.team);
       const int head = team.pending.empty() ? -1 : team.pending.begin()->job;
       if (s_.node(job.team).policy.strict_fifo && head >= 0 && head != j && !ExceedsMax(job)) {
         job.reason = BehindHeadReason(s_.job(head));

@@ -178,17 +178,17 @@ std::optional<TeamView> Broker::GetTeam(std::string_view name) const {
     const Share sh = ShareOf(s, n);
     v.share = sh.infinite ? std::numeric_limits<double>::infinity() : ToDouble(sh.value);
   }
-  v.running_jobs = static_cast<int64_t>(s.ns(n).running.size());
-  v.queued_jobs = static_cast<int64_t>(s.ns(n).pending.size());
-  for (int r = 0; r < s.R(); ++r) {
+  v.running_jobs = static_cast<int64_t>(s.node_state(n).running.size());
+  v.queued_jobs = static_cast<int64_t>(s.node_state(n).pending.size());
+  for (int r = 0; r < s.num_resources(); ++r) {
     TeamResourceView rv;
     rv.resource = s.config().resources[r];
-    rv.guaranteed = nc.g[r];
-    rv.borrow_limit = nc.b[r];
-    rv.lend_limit = nc.l[r];
-    rv.used = s.ns(n).u[r];
+    rv.guaranteed = nc.guaranteed[r];
+    rv.borrow_limit = nc.borrow_limit[r];
+    rv.lend_limit = nc.lend_limit[r];
+    rv.used = s.node_state(n).usage[r];
     rv.borrowed = std::max<Quantity>(0, rv.used - rv.guaranteed);
-    rv.queued = s.ns(n).queued[r];
+    rv.queued = s.node_state(n).queued[r];
     v.resources.push_back(rv);
   }
   if (n != kRootNode) {
@@ -262,7 +262,7 @@ const std::vector<std::string>& Broker::ResourceNames() const { return state_->c
 Quantity Broker::TotalCapacity(std::string_view resource) const {
   auto it = state_->config().resource_index.find(AbslView(resource));
   if (it == state_->config().resource_index.end()) return 0;
-  return state_->node(kRootNode).g[it->second];
+  return state_->node(kRootNode).guaranteed[it->second];
 }
 
 size_t Broker::JobCount() const { return state_->job_count(); }

@@ -28,9 +28,9 @@ class ComingUsage {
 
  private:
   void Sum(int n);
-  const CompiledConfig* c_;
-  int R_;
-  std::vector<std::vector<Quantity>> u_;
+  const CompiledConfig* config_;
+  int num_resources_;
+  std::vector<std::vector<Quantity>> usage_;
 };
 
 }  // namespace tidegate::core

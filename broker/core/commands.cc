@@ -33,9 +33,9 @@ void Decider::Error(const std::string& job, std::string reason) {
 
 absl::Status Decider::CheckSummable(const Job& job) const {
   const std::vector<Quantity> most = State::MaxDemand(job);
-  for (int r = 0; r < s_.R(); ++r) {
+  for (int r = 0; r < s_.num_resources(); ++r) {
     if (most[r] == 0) continue;
-    const Quantity capacity = s_.node(kRootNode).g[r];
+    const Quantity capacity = s_.node(kRootNode).guaranteed[r];
     const Quantity others = s_.known_demand(r);
     auto total = CheckedAdd(capacity, others);
     if (total) total = CheckedAdd(*total, most[r]);
@@ -142,9 +142,9 @@ void Decider::Adopt(const v1::AdoptJobs& batch) {
     e.team = s_.node(job.team).name;
     e.replicas = job.replicas;
     e.adopted = true;
-    std::vector<Quantity> borrowed(s_.R(), 0);
-    for (int r = 0; r < s_.R(); ++r) {
-      const Quantity over = s_.ns(job.team).u[r] + job.demand[r] - s_.node(job.team).g[r];
+    std::vector<Quantity> borrowed(s_.num_resources(), 0);
+    for (int r = 0; r < s_.num_resources(); ++r) {
+      const Quantity over = s_.node_state(job.team).usage[r] + job.demand[r] - s_.node(job.team).guaranteed[r];
       borrowed[r] = std::min(job.demand[r], std::max<Quantity>(0, over));
       if (borrowed[r] > 0) job.borrowing = true;
     }

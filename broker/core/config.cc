@@ -264,10 +264,10 @@ absl::StatusOr<CompiledConfig> CompileConfig(const v1::Config& config) {
     }
   }
   for (auto& n : c.nodes) {
-    n.g.assign(R, 0);
-    n.b.assign(R, kInfinite);
-    n.l.assign(R, kInfinite);
-    n.p.assign(R, 0);
+    n.guaranteed.assign(R, 0);
+    n.borrow_limit.assign(R, kInfinite);
+    n.lend_limit.assign(R, kInfinite);
+    n.private_part.assign(R, 0);
     n.share_resource.assign(R, false);
   }
   for (int id : order) {
@@ -275,7 +275,7 @@ absl::StatusOr<CompiledConfig> CompileConfig(const v1::Config& config) {
     for (int r = 0; r < R; ++r) {
       Quantity child_sum = 0;
       for (int ch : n.children) {
-        auto sum = CheckedAdd(child_sum, c.nodes[ch].g[r]);
+        auto sum = CheckedAdd(child_sum, c.nodes[ch].guaranteed[r]);
         if (!sum) return Invalid(absl::StrCat("team '", n.name, "': guarantees of its children overflow int64 for ", c.resources[r]));
         child_sum = *sum;
         if (c.nodes[ch].share_resource[r]) n.share_resource[r] = true;
@@ -284,18 +284,18 @@ absl::StatusOr<CompiledConfig> CompileConfig(const v1::Config& config) {
       const v1::ResourceQuota* e = entries[id][r];
       if (e) n.share_resource[r] = true;
       if (e && e->has_guaranteed()) {
-        n.g[r] = e->guaranteed();
-        if (!n.leaf && child_sum > n.g[r]) {
+        n.guaranteed[r] = e->guaranteed();
+        if (!n.leaf && child_sum > n.guaranteed[r]) {
           return Invalid(absl::StrCat("team '", n.name, "': children's guarantees for ", c.resources[r], " (",
-                                      child_sum, ") exceed its own guaranteed ", n.g[r]));
+                                      child_sum, ") exceed its own guaranteed ", n.guaranteed[r]));
         }
       } else {
-        n.g[r] = n.leaf ? 0 : child_sum;
+        n.guaranteed[r] = n.leaf ? 0 : child_sum;
       }
-      if (e && e->has_borrow_limit()) n.b[r] = e->borrow_limit();
+      if (e && e->has_borrow_limit()) n.borrow_limit[r] = e->borrow_limit();
       if (e && e->has_lend_limit()) {
-        n.l[r] = e->lend_limit();
-        n.p[r] = std::max<Quantity>(0, n.g[r] - n.l[r]);
+        n.lend_limit[r] = e->lend_limit();
+        n.private_part[r] = std::max<Quantity>(0, n.guaranteed[r] - n.lend_limit[r]);
       }
     }
   }
@@ -308,10 +308,10 @@ absl::StatusOr<CompiledConfig> CompileConfig(const v1::Config& config) {
       if (!sum) return Invalid(absl::StrCat("clusters: total capacity of ", c.resources[r], " overflows int64"));
       total = *sum;
     }
-    root.g[r] = total;
-    root.b[r] = 0;
+    root.guaranteed[r] = total;
+    root.borrow_limit[r] = 0;
     Quantity top = 0;
-    for (int ch : root.children) top = SatAdd(top, c.nodes[ch].g[r]);
+    for (int ch : root.children) top = SatAdd(top, c.nodes[ch].guaranteed[r]);
     if (top > total) {
       c.warnings.push_back(absl::StrCat("top-level guarantees for ", c.resources[r], " (", top,
                                         ") exceed total capacity ", total,
@@ -324,7 +324,7 @@ absl::StatusOr<CompiledConfig> CompileConfig(const v1::Config& config) {
   std::vector<std::vector<Quantity>> u0(c.nodes.size(), std::vector<Quantity>(R, 0));
   for (int id : order) {
     for (int ch : c.nodes[id].children) {
-      for (int r = 0; r < R; ++r) u0[id][r] = SatAdd(u0[id][r], std::max(u0[ch][r], c.nodes[ch].p[r]));
+      for (int r = 0; r < R; ++r) u0[id][r] = SatAdd(u0[id][r], std::max(u0[ch][r], c.nodes[ch].private_part[r]));
     }
   }
   // Paths, potential and lendable, top-down (nodes are in an order where a
@@ -339,19 +339,19 @@ absl::StatusOr<CompiledConfig> CompileConfig(const v1::Config& config) {
     n.lendable.assign(R, 0);
     for (int r = 0; r < R; ++r) {
       Quantity sum_child_p = 0;
-      for (int ch : n.children) sum_child_p = SatAdd(sum_child_p, c.nodes[ch].p[r]);
-      const Quantity q = n.g[r] - sum_child_p;  // Q(A)
+      for (int ch : n.children) sum_child_p = SatAdd(sum_child_p, c.nodes[ch].private_part[r]);
+      const Quantity q = n.guaranteed[r] - sum_child_p;  // Q(A)
       if (id == kRootNode) {
-        n.potential[r] = std::max<Quantity>(0, n.g[r] - u0[id][r]);
+        n.potential[r] = std::max<Quantity>(0, n.guaranteed[r] - u0[id][r]);
         pool_p[id][r] = q;
         continue;
       }
       const NodeConfig& parent = c.nodes[n.parent];
-      const Quantity slack0 = std::max<Quantity>(0, n.p[r] - u0[id][r]);
-      n.potential[r] = std::min(SatSub(SatAdd(n.g[r], n.b[r]), u0[id][r]), SatAdd(slack0, parent.potential[r]));
+      const Quantity slack0 = std::max<Quantity>(0, n.private_part[r] - u0[id][r]);
+      n.potential[r] = std::min(SatSub(SatAdd(n.guaranteed[r], n.borrow_limit[r]), u0[id][r]), SatAdd(slack0, parent.potential[r]));
       n.lendable[r] = pool_p[n.parent][r];
-      const Quantity l_pool = n.l[r] != kInfinite ? std::max<Quantity>(0, n.p[r] - sum_child_p) : 0;  // L(A)
-      pool_p[id][r] = std::min(SatAdd(q, n.b[r]), SatAdd(l_pool, pool_p[n.parent][r]));
+      const Quantity l_pool = n.lend_limit[r] != kInfinite ? std::max<Quantity>(0, n.private_part[r] - sum_child_p) : 0;  // L(A)
+      pool_p[id][r] = std::min(SatAdd(q, n.borrow_limit[r]), SatAdd(l_pool, pool_p[n.parent][r]));
     }
   }
   if (auto s = CompilePolicyOptions(config.policy(), &c.policy); !s.ok()) return s;

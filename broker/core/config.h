@@ -53,10 +53,11 @@ struct NodeConfig {
   Fraction weight{1, 1};    // exact; may be 0.
   double weight_value = 1;  // for display.
 
-  std::vector<Quantity> g;          // guaranteed (subtree).
-  std::vector<Quantity> b;          // borrow limit, kInfinite when unset.
-  std::vector<Quantity> l;          // lend limit, kInfinite when unset.
-  std::vector<Quantity> p;          // private part max(0, g - l), 0 when l unset.
+  // POLICY.md §1 names these g, b, l and p.
+  std::vector<Quantity> guaranteed;    // g: guaranteed (subtree).
+  std::vector<Quantity> borrow_limit;  // b: kInfinite when unset.
+  std::vector<Quantity> lend_limit;    // l: kInfinite when unset.
+  std::vector<Quantity> private_part;  // p = max(0, g - l), 0 when l unset.
   std::vector<Quantity> potential;  // available(n) with every usage 0.
   std::vector<Quantity> lendable;   // POLICY.md §5 lendable_r(n) = P(parent(n)).
   std::vector<bool> share_resource; // n or its subtree has a quota entry for r.
@@ -89,7 +90,7 @@ struct CompiledConfig {
   std::vector<NodeConfig> nodes;  // [kRootNode] is the fleet root, then teams in config order.
   absl::flat_hash_map<std::string, int> node_index;
   PolicyOptions policy;
-  std::vector<std::string> warnings;  // e.g. guarantees above capacity.
+  std::vector<std::string> warnings;  // e.guaranteed. guarantees above capacity.
 
   int num_resources() const { return static_cast<int>(resources.size()); }
 };

@@ -216,18 +216,18 @@ TEST(ConfigTest, DerivedGuaranteesPrivatePartsAndLimits) {
   auto c = CompileConfig(Parse(kTree));
   ASSERT_TRUE(c.ok()) << c.status();
   ASSERT_EQ(c->resources, std::vector<std::string>{"gpu"});
-  EXPECT_EQ(c->nodes[kRootNode].g[0], 100);  // 60 + 40
-  EXPECT_EQ(Node(*c, "org").g[0], 60);
-  EXPECT_EQ(Node(*c, "org").b[0], 10);
-  EXPECT_EQ(Node(*c, "org").l[0], kInfinite);
-  EXPECT_EQ(Node(*c, "org").p[0], 0);
-  EXPECT_EQ(Node(*c, "a").g[0], 30);
-  EXPECT_EQ(Node(*c, "a").p[0], 20);  // 30 - 10
-  EXPECT_EQ(Node(*c, "a").b[0], kInfinite);
-  EXPECT_EQ(Node(*c, "b").p[0], 0);   // no lend limit
-  EXPECT_EQ(Node(*c, "lab").g[0], 7);  // inner without entry: 3 + 4 + 0
-  EXPECT_EQ(Node(*c, "lab").b[0], kInfinite);
-  EXPECT_EQ(Node(*c, "z").g[0], 0);    // leaf without entry
+  EXPECT_EQ(c->nodes[kRootNode].guaranteed[0], 100);  // 60 + 40
+  EXPECT_EQ(Node(*c, "org").guaranteed[0], 60);
+  EXPECT_EQ(Node(*c, "org").borrow_limit[0], 10);
+  EXPECT_EQ(Node(*c, "org").lend_limit[0], kInfinite);
+  EXPECT_EQ(Node(*c, "org").private_part[0], 0);
+  EXPECT_EQ(Node(*c, "a").guaranteed[0], 30);
+  EXPECT_EQ(Node(*c, "a").private_part[0], 20);  // 30 - 10
+  EXPECT_EQ(Node(*c, "a").borrow_limit[0], kInfinite);
+  EXPECT_EQ(Node(*c, "b").private_part[0], 0);   // no lend limit
+  EXPECT_EQ(Node(*c, "lab").guaranteed[0], 7);  // inner without entry: 3 + 4 + 0
+  EXPECT_EQ(Node(*c, "lab").borrow_limit[0], kInfinite);
+  EXPECT_EQ(Node(*c, "z").guaranteed[0], 0);    // leaf without entry
   EXPECT_FALSE(Node(*c, "org").leaf);
   EXPECT_TRUE(Node(*c, "a").leaf);
   EXPECT_EQ(Node(*c, "a").path, (std::vector<int>{kRootNode, c->node_index.at("org"), c->node_index.at("a")}));

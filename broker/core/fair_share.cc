@@ -12,9 +12,9 @@ int Compare(const Share& a, const Share& b) {
 Fraction DominantShare(const State& s, int n) {
   Fraction best = Fraction::Zero();
   const NodeConfig& nc = s.node(n);
-  for (int r = 0; r < s.R(); ++r) {
+  for (int r = 0; r < s.num_resources(); ++r) {
     if (!nc.share_resource[r] || nc.lendable[r] <= 0) continue;
-    const Quantity borrowed = std::max<Quantity>(0, s.ns(n).u[r] - nc.g[r]);
+    const Quantity borrowed = std::max<Quantity>(0, s.node_state(n).usage[r] - nc.guaranteed[r]);
     if (borrowed == 0) continue;
     Fraction f{static_cast<u128>(borrowed) * 1000, static_cast<u128>(nc.lendable[r])};
     if (best < f) best = f;
@@ -31,10 +31,32 @@ Share ShareOf(const State& s, int n) {
   return Share{false, Fraction{drs.num * w.den, drs.den * w.num}};
 }
 
+int LowestShareLeaf(const State& s, const SubtreeHead& head) {
+  int n = kRootNode;
+  while (!s.node(n).leaf || n == kRootNode) {
+    int best = -1;
+    Share best_share;
+    const QueueKey* best_head = nullptr;
+    for (int c : s.node(n).children) {
+      const QueueKey* h = head(c);
+      if (!h) continue;
+      const Share sh = ShareOf(s, c);
+      const int cmp = best < 0 ? -1 : Compare(sh, best_share);
+      if (cmp < 0 || (cmp == 0 && *h < *best_head)) {
+        best = c;
+        best_share = sh;
+        best_head = h;
+      }
+    }
+    n = best;
+  }
+  return n;
+}
+
 bool FairBorrowing(const State& s, int n) {
   const NodeConfig& nc = s.node(n);
-  for (int r = 0; r < s.R(); ++r) {
-    if (nc.share_resource[r] && s.ns(n).u[r] > nc.g[r]) return true;
+  for (int r = 0; r < s.num_resources(); ++r) {
+    if (nc.share_resource[r] && s.node_state(n).usage[r] > nc.guaranteed[r]) return true;
   }
   return false;
 }

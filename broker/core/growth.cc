@@ -13,9 +13,9 @@ namespace tidegate::core {
 
 NamedQuantities Decider::BorrowedPart(const Job& job, std::vector<Quantity>* by_resource) const {
   // The job's own part above its team's guarantee, with the job counted.
-  std::vector<Quantity> borrowed(s_.R(), 0);
-  for (int r = 0; r < s_.R(); ++r) {
-    const Quantity over = s_.ns(job.team).u[r] - s_.node(job.team).g[r];
+  std::vector<Quantity> borrowed(s_.num_resources(), 0);
+  for (int r = 0; r < s_.num_resources(); ++r) {
+    const Quantity over = s_.node_state(job.team).usage[r] - s_.node(job.team).guaranteed[r];
     borrowed[r] = std::min(job.demand[r], std::max<Quantity>(0, over));
   }
   NamedQuantities named = s_.Named(borrowed, job.requested);
@@ -38,7 +38,7 @@ bool Decider::GrowFits(const Job& job) const {
   if (job.grow_backoff_until > s_.now()) return false;
   std::vector<Quantity> avail;
   s_.Available(job.team, &avail);
-  for (int r = 0; r < s_.R(); ++r) {
+  for (int r = 0; r < s_.num_resources(); ++r) {
     const Quantity d = job.per_replica[r];
     if (d == 0) continue;
     if (d > std::max<Quantity>(0, avail[r]) || d > std::max<Quantity>(0, s_.free_capacity(job.cluster, r))) {
@@ -85,7 +85,7 @@ void Decider::GrowPass() {
     for (int a : s_.node(t).path) --in_subtree[a];
   };
   auto head = [&](int leaf) -> const QueueKey* {
-    const auto& g = s_.ns(leaf).growable;
+    const auto& g = s_.node_state(leaf).growable;
     return g.empty() ? nullptr : &*g.begin();
   };
   // The first job of each leaf's subtree in queue order, for share ties.
@@ -103,28 +103,11 @@ void Decider::GrowPass() {
   std::vector<std::pair<int, int64_t>> grown;  // job, replicas before, in first-grown order.
   absl::flat_hash_map<int, size_t> grown_index;
   while (in_subtree[kRootNode] > 0) {
-    // Descend from the root to the leaf with the lowest share.
-    int n = kRootNode;
-    while (!s_.node(n).leaf || n == kRootNode) {
-      int best = -1;
-      Share best_share;
-      const QueueKey* best_head = nullptr;
-      for (int c : s_.node(n).children) {
-        if (in_subtree[c] == 0) continue;
-        const Share sh = ShareOf(s_, c);
-        const QueueKey* h = first(c);
-        const int cmp = best < 0 ? -1 : Compare(sh, best_share);
-        if (cmp < 0 || (cmp == 0 && h && best_head && *h < *best_head)) {
-          best = c;
-          best_share = sh;
-          best_head = h;
-        }
-      }
-      n = best;
-    }
+    // The leaf with the lowest share among those with a candidate.
+    const int n = LowestShareLeaf(s_, [&](int c) { return in_subtree[c] == 0 ? nullptr : first(c); });
     // Its first job (queue order) that one more replica fits.
     int pick = -1;
-    for (const QueueKey& k : s_.ns(n).growable) {
+    for (const QueueKey& k : s_.node_state(n).growable) {
       if (!held(s_.job(k.job)) && GrowFits(s_.job(k.job))) {
         pick = k.job;
         break;
@@ -139,7 +122,7 @@ void Decider::GrowPass() {
     s_.SetReplicas(pick, job.replicas + 1);
     if (job.replicas >= job.elastic_max) {
       s_.UpdateGrowable(pick);  // full: out of the set.
-      if (s_.ns(n).growable.empty()) drop(n);
+      if (s_.node_state(n).growable.empty()) drop(n);
     }
   }
   if (grown.empty()) {
@@ -203,8 +186,8 @@ void Decider::CompleteResize(int j, int64_t replicas) {
   if (waiting >= 0) {
     // What the shrink freed is held for the job that waits for it (§4).
     Job& w = s_.job(waiting);
-    std::vector<Quantity> freed(s_.R(), 0);
-    for (int r = 0; r < s_.R(); ++r) freed[r] = job.per_replica[r] * std::max<int64_t>(0, before - replicas);
+    std::vector<Quantity> freed(s_.num_resources(), 0);
+    for (int r = 0; r < s_.num_resources(); ++r) freed[r] = job.per_replica[r] * std::max<int64_t>(0, before - replicas);
     s_.AddUsage(job.team, job.cluster, freed, +1);
     w.holds.push_back({job.team, job.cluster, std::move(freed)});
     w.victims.erase(std::find(w.victims.begin(), w.victims.end(), j));

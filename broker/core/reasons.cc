@@ -27,13 +27,13 @@ namespace {
 
 // "40 guaranteed + 16 borrow limit" for node n and resource r.
 std::string Limit(const NodeConfig& nc, int r) {
-  return absl::StrCat(nc.g[r], " guaranteed + ", nc.b[r], " borrow limit");
+  return absl::StrCat(nc.guaranteed[r], " guaranteed + ", nc.borrow_limit[r], " borrow limit");
 }
 
 }  // namespace
 
 std::string Decider::ExceedsMaxReason(const Job& job) const {
-  for (int r = 0; r < s_.R(); ++r) {
+  for (int r = 0; r < s_.num_resources(); ++r) {
     if (!(job.requested >> r & 1)) continue;
     const std::string& res = s_.config().resources[r];
     const Quantity d = job.demand[r];
@@ -46,8 +46,8 @@ std::string Decider::ExceedsMaxReason(const Job& job) const {
     // The lowest node whose own limit is below the demand, else the fleet.
     for (int a = job.team; a != kRootNode; a = s_.node(a).parent) {
       const NodeConfig& nc = s_.node(a);
-      if (nc.b[r] != kInfinite && SatAdd(nc.g[r], nc.b[r]) < d) {
-        return absl::StrCat("exceeds_max: ", nc.name, " would use ", d, " ", res, " > ", SatAdd(nc.g[r], nc.b[r]),
+      if (nc.borrow_limit[r] != kInfinite && SatAdd(nc.guaranteed[r], nc.borrow_limit[r]) < d) {
+        return absl::StrCat("exceeds_max: ", nc.name, " would use ", d, " ", res, " > ", SatAdd(nc.guaranteed[r], nc.borrow_limit[r]),
                             " (", Limit(nc, r), ") even with nothing else running; it waits for a config change");
       }
     }
@@ -59,7 +59,7 @@ std::string Decider::ExceedsMaxReason(const Job& job) const {
 }
 
 std::string Decider::BindingReason(const Job& job, ResourceMask contested) const {
-  for (int r = 0; r < s_.R(); ++r) {
+  for (int r = 0; r < s_.num_resources(); ++r) {
     if (!(contested >> r & 1)) continue;
     const std::string& res = s_.config().resources[r];
     const Quantity d = job.demand[r];
@@ -72,18 +72,18 @@ std::string Decider::BindingReason(const Job& job, ResourceMask contested) const
     // The lowest node on the path whose own limit g + b - u is short.
     for (int a = job.team; a != kRootNode; a = s_.node(a).parent) {
       const NodeConfig& nc = s_.node(a);
-      if (nc.b[r] != kInfinite && SatSub(SatAdd(nc.g[r], nc.b[r]), s_.ns(a).u[r]) < d) {
+      if (nc.borrow_limit[r] != kInfinite && SatSub(SatAdd(nc.guaranteed[r], nc.borrow_limit[r]), s_.node_state(a).usage[r]) < d) {
         return absl::StrCat("borrow_limit ", nc.name, " ", res, ": ", nc.name, " would use ",
-                            SatAdd(s_.ns(a).u[r], d), " ", res, " > ", SatAdd(nc.g[r], nc.b[r]), " (", Limit(nc, r),
+                            SatAdd(s_.node_state(a).usage[r], d), " ", res, " > ", SatAdd(nc.guaranteed[r], nc.borrow_limit[r]), " (", Limit(nc, r),
                             "); it waits for ", nc.name, "'s jobs to end");
       }
     }
     std::vector<Quantity> avail;
     s_.Available(job.team, &avail);
-    const Quantity fleet = s_.node(kRootNode).g[r];
+    const Quantity fleet = s_.node(kRootNode).guaranteed[r];
     return absl::StrCat("quota_in_use fleet ", res, ": the job needs ", d, "; ", s_.node(job.team).name, " can take ",
                         std::max<Quantity>(0, avail[r]), " more now (the fleet, all clusters: ",
-                        s_.ns(kRootNode).u[r], " of ", fleet,
+                        s_.node_state(kRootNode).usage[r], " of ", fleet,
                         " in use or kept for guarantees); it waits for borrowers to leave or jobs to end");
   }
   return "waiting";

@@ -54,7 +54,7 @@ v1::CoreSnapshot Broker::Snapshot() const {
       v1::HeldCapacity* h = js->add_holds();
       h->set_team(s.node(hold.leaf).name);
       h->set_cluster(s.config().clusters[hold.cluster].name);
-      for (int r = 0; r < s.R(); ++r) {
+      for (int r = 0; r < s.num_resources(); ++r) {
         if (hold.amount[r] != 0) (*h->mutable_amount())[s.config().resources[r]] = hold.amount[r];
       }
     }
@@ -162,7 +162,7 @@ absl::StatusOr<std::unique_ptr<Broker>> Broker::Restore(const v1::CoreSnapshot& 
       if (team == s.config().node_index.end() || cluster == s.config().cluster_index.end()) {
         return bad("job '", job.id, "' holds capacity of unknown team or cluster");
       }
-      Job::Hold hold{team->second, cluster->second, std::vector<Quantity>(s.R(), 0)};
+      Job::Hold hold{team->second, cluster->second, std::vector<Quantity>(s.num_resources(), 0)};
       for (const auto& [name, q] : h.amount()) {
         auto r = s.config().resource_index.find(name);
         if (r == s.config().resource_index.end()) return bad("hold of unknown resource '", name, "'");

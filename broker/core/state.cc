@@ -8,12 +8,12 @@ State::State(CompiledConfig config, v1::Config source)
     : config_(std::move(config)), source_(std::move(source)) {
   nodes_.resize(config_.nodes.size());
   for (auto& n : nodes_) {
-    n.u.assign(R(), 0);
-    n.queued.assign(R(), 0);
-    n.pending_demand.resize(R());
+    n.usage.assign(num_resources(), 0);
+    n.queued.assign(num_resources(), 0);
+    n.pending_demand.resize(num_resources());
   }
-  cluster_used_.assign(config_.clusters.size(), std::vector<Quantity>(R(), 0));
-  known_demand_.assign(R(), 0);
+  cluster_used_.assign(config_.clusters.size(), std::vector<Quantity>(num_resources(), 0));
+  known_demand_.assign(num_resources(), 0);
   // Inner nodes start at sum of children's private parts.
   RecomputeUsage();
 }
@@ -36,7 +36,7 @@ int State::NewJob(Job job) {
   jobs_[slot].gen = ++job_gen_;
   job_index_[jobs_[slot].id] = slot;
   const std::vector<Quantity> most = MaxDemand(jobs_[slot]);
-  for (int r = 0; r < R(); ++r) known_demand_[r] += most[r];  // bounded by Submit's check.
+  for (int r = 0; r < num_resources(); ++r) known_demand_[r] += most[r];  // bounded by Submit's check.
   ForgetEnded(jobs_[slot].id);
   return slot;
 }
@@ -86,47 +86,47 @@ void State::DropJob(int j) {
     UpdateGrowable(j);
   }
   const std::vector<Quantity> most = MaxDemand(jobs_[j]);
-  for (int r = 0; r < R(); ++r) known_demand_[r] -= most[r];
+  for (int r = 0; r < num_resources(); ++r) known_demand_[r] -= most[r];
   job_index_.erase(jobs_[j].id);
   jobs_[j] = Job{};
   free_slots_.push_back(j);
 }
 
 void State::AddUsage(int leaf, int cluster, const std::vector<Quantity>& amount, int sign) {
-  for (int r = 0; r < R(); ++r) {
+  for (int r = 0; r < num_resources(); ++r) {
     const Quantity delta = sign * amount[r];
     if (delta == 0) continue;
     if (cluster >= 0) cluster_used_[cluster][r] += delta;
     int n = leaf;
-    Quantity old_u = nodes_[n].u[r];
-    nodes_[n].u[r] += delta;
+    Quantity old_u = nodes_[n].usage[r];
+    nodes_[n].usage[r] += delta;
     while (n != kRootNode) {
-      const Quantity p = config_.nodes[n].p[r];
+      const Quantity p = config_.nodes[n].private_part[r];
       const Quantity before = std::max(old_u, p);
-      const Quantity after = std::max(nodes_[n].u[r], p);
+      const Quantity after = std::max(nodes_[n].usage[r], p);
       if (before == after) break;
       const int parent = config_.nodes[n].parent;
-      old_u = nodes_[parent].u[r];
-      nodes_[parent].u[r] += after - before;
+      old_u = nodes_[parent].usage[r];
+      nodes_[parent].usage[r] += after - before;
       n = parent;
     }
   }
 }
 
 void State::RecomputeUsage() {
-  for (auto& n : nodes_) std::fill(n.u.begin(), n.u.end(), 0);
+  for (auto& n : nodes_) std::fill(n.usage.begin(), n.usage.end(), 0);
   for (auto& c : cluster_used_) std::fill(c.begin(), c.end(), 0);
-  std::vector<std::vector<Quantity>> leaf_u(nodes_.size(), std::vector<Quantity>(R(), 0));
+  std::vector<std::vector<Quantity>> leaf_u(nodes_.size(), std::vector<Quantity>(num_resources(), 0));
   for (const auto& [id, j] : job_index_) {
     const Job& job = jobs_[j];
     if (job.phase != Phase::kQueued) {
-      for (int r = 0; r < R(); ++r) {
+      for (int r = 0; r < num_resources(); ++r) {
         leaf_u[job.team][r] += job.demand[r];
         cluster_used_[job.cluster][r] += job.demand[r];
       }
     }
     for (const auto& hold : job.holds) {
-      for (int r = 0; r < R(); ++r) {
+      for (int r = 0; r < num_resources(); ++r) {
         leaf_u[hold.leaf][r] += hold.amount[r];
         cluster_used_[hold.cluster][r] += hold.amount[r];
       }
@@ -148,28 +148,28 @@ void State::RecomputeUsage() {
   for (int n : order) {
     const NodeConfig& nc = config_.nodes[n];
     if (nc.leaf && n != kRootNode) {
-      nodes_[n].u = leaf_u[n];
+      nodes_[n].usage = leaf_u[n];
       continue;
     }
-    for (int r = 0; r < R(); ++r) {
+    for (int r = 0; r < num_resources(); ++r) {
       Quantity sum = 0;
-      for (int ch : nc.children) sum += std::max(nodes_[ch].u[r], config_.nodes[ch].p[r]);
-      nodes_[n].u[r] = sum;
+      for (int ch : nc.children) sum += std::max(nodes_[ch].usage[r], config_.nodes[ch].private_part[r]);
+      nodes_[n].usage[r] = sum;
     }
   }
   Changed();
 }
 
 void State::Available(int n, std::vector<Quantity>* out) const {
-  out->resize(R());
+  out->resize(num_resources());
   const auto& path = config_.nodes[n].path;
-  for (int r = 0; r < R(); ++r) {
+  for (int r = 0; r < num_resources(); ++r) {
     const int root = path[0];
-    Quantity avail = config_.nodes[root].g[r] - nodes_[root].u[r];
+    Quantity avail = config_.nodes[root].guaranteed[r] - nodes_[root].usage[r];
     for (size_t i = 1; i < path.size(); ++i) {
       const int a = path[i];
       const NodeConfig& nc = config_.nodes[a];
-      const Quantity own = SatSub(SatAdd(nc.g[r], nc.b[r]), nodes_[a].u[r]);
+      const Quantity own = SatSub(SatAdd(nc.guaranteed[r], nc.borrow_limit[r]), nodes_[a].usage[r]);
       avail = std::min(own, SatAdd(Slack(a, r), avail));
     }
     (*out)[r] = avail;
@@ -177,8 +177,8 @@ void State::Available(int n, std::vector<Quantity>* out) const {
 }
 
 bool State::WithinGuarantee(int n, ResourceMask rs) const {
-  for (int r = 0; r < R(); ++r) {
-    if ((rs >> r & 1) && nodes_[n].u[r] > config_.nodes[n].g[r]) return false;
+  for (int r = 0; r < num_resources(); ++r) {
+    if ((rs >> r & 1) && nodes_[n].usage[r] > config_.nodes[n].guaranteed[r]) return false;
   }
   return true;
 }
@@ -187,8 +187,8 @@ int State::Domain(int leaf, ResourceMask rs) const {
   for (int a = config_.nodes[leaf].parent; a != kRootNode; a = config_.nodes[a].parent) {
     const NodeConfig& nc = config_.nodes[a];
     bool boundary = true;
-    for (int r = 0; r < R() && boundary; ++r) {
-      if ((rs >> r & 1) && !(nc.b[r] == 0 && nc.l[r] == 0)) boundary = false;
+    for (int r = 0; r < num_resources() && boundary; ++r) {
+      if ((rs >> r & 1) && !(nc.borrow_limit[r] == 0 && nc.lend_limit[r] == 0)) boundary = false;
     }
     if (boundary) return a;
   }
@@ -197,17 +197,17 @@ int State::Domain(int leaf, ResourceMask rs) const {
 
 bool State::Fits(const Job& j, bool within_guarantee) const {
   const auto& path = config_.nodes[j.team].path;
-  for (int r = 0; r < R(); ++r) {
+  for (int r = 0; r < num_resources(); ++r) {
     if (!(j.requested >> r & 1)) continue;
     const Quantity d = j.demand[r];
-    if (within_guarantee && nodes_[j.team].u[r] + d > config_.nodes[j.team].g[r]) return false;
+    if (within_guarantee && nodes_[j.team].usage[r] + d > config_.nodes[j.team].guaranteed[r]) return false;
     if (d == 0) continue;
     if (d > std::max<Quantity>(0, free_capacity(j.cluster, r))) return false;
-    Quantity avail = config_.nodes[path[0]].g[r] - nodes_[path[0]].u[r];
+    Quantity avail = config_.nodes[path[0]].guaranteed[r] - nodes_[path[0]].usage[r];
     for (size_t i = 1; i < path.size(); ++i) {
       const int a = path[i];
       const NodeConfig& nc = config_.nodes[a];
-      avail = std::min(SatSub(SatAdd(nc.g[r], nc.b[r]), nodes_[a].u[r]), SatAdd(Slack(a, r), avail));
+      avail = std::min(SatSub(SatAdd(nc.guaranteed[r], nc.borrow_limit[r]), nodes_[a].usage[r]), SatAdd(Slack(a, r), avail));
     }
     if (d > std::max<Quantity>(0, avail)) return false;
   }
@@ -220,7 +220,7 @@ void State::Enqueue(int j) {
   NodeState& n = nodes_[job.team];
   n.pending.insert(QueueKey{-job.priority, job.created_at, &job.id, j});
   teams_with_pending_.insert(job.team);
-  for (int r = 0; r < R(); ++r) {
+  for (int r = 0; r < num_resources(); ++r) {
     n.queued[r] += job.demand[r];
     n.pending_demand[r].insert(job.demand[r]);
   }
@@ -231,7 +231,7 @@ void State::Dequeue(int j) {
   NodeState& n = nodes_[job.team];
   n.pending.erase(QueueKey{-job.priority, job.created_at, &job.id, j});
   if (n.pending.empty()) teams_with_pending_.erase(job.team);
-  for (int r = 0; r < R(); ++r) {
+  for (int r = 0; r < num_resources(); ++r) {
     n.queued[r] -= job.demand[r];
     n.pending_demand[r].erase(n.pending_demand[r].find(job.demand[r]));
   }
@@ -264,9 +264,9 @@ void State::SetReplicas(int j, int64_t replicas) {
   Job& job = jobs_[j];
   const int64_t delta = replicas - job.replicas;
   if (delta == 0) return;
-  std::vector<Quantity> amount(R(), 0);
+  std::vector<Quantity> amount(num_resources(), 0);
   Quantity gpus = 0, largest = 0;
-  for (int r = 0; r < R(); ++r) {
+  for (int r = 0; r < num_resources(); ++r) {
     amount[r] = job.per_replica[r] * (delta > 0 ? delta : -delta);
     job.demand[r] = job.per_replica[r] * replicas;
     if (config_.is_gpu[r]) gpus = SatAdd(gpus, job.demand[r]);
@@ -343,7 +343,7 @@ void State::Reconfigure(CompiledConfig config, v1::Config source) {
   }
   std::vector<NodeState> next(config.nodes.size());
   for (auto& n : next) {
-    n.u.assign(newR, 0);
+    n.usage.assign(newR, 0);
     n.queued.assign(newR, 0);
     n.pending_demand.resize(newR);
   }
@@ -374,7 +374,7 @@ void State::Reconfigure(CompiledConfig config, v1::Config source) {
 
 NamedQuantities State::Named(const std::vector<Quantity>& v, ResourceMask mask) const {
   NamedQuantities out;
-  for (int r = 0; r < R(); ++r) {
+  for (int r = 0; r < num_resources(); ++r) {
     if (mask >> r & 1) out.emplace_back(config_.resources[r], v[r]);
   }
   return out;

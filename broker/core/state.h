@@ -134,7 +134,7 @@ struct QueueKey {
 };
 
 struct NodeState {
-  std::vector<Quantity> u;         // usage u(n).
+  std::vector<Quantity> usage;     // u(n) (POLICY.md §1).
   std::vector<int> running;        // leaf: jobs holding capacity (admitted, draining).
   std::set<QueueKey> pending;      // leaf: queued jobs in queue order.
   std::vector<Quantity> queued;    // leaf: demand of its queued jobs.
@@ -161,10 +161,10 @@ class State {
 
   const CompiledConfig& config() const { return config_; }
   const v1::Config& source() const { return source_; }
-  int R() const { return config_.num_resources(); }
+  int num_resources() const { return config_.num_resources(); }
   const NodeConfig& node(int n) const { return config_.nodes[n]; }
-  NodeState& ns(int n) { return nodes_[n]; }
-  const NodeState& ns(int n) const { return nodes_[n]; }
+  NodeState& node_state(int n) { return nodes_[n]; }
+  const NodeState& node_state(int n) const { return nodes_[n]; }
   Job& job(int j) { return jobs_[j]; }
   const Job& job(int j) const { return jobs_[j]; }
 
@@ -216,9 +216,9 @@ class State {
   // available(n) for every resource, into out (size R).
   void Available(int n, std::vector<Quantity>* out) const;
   Quantity Slack(int n, int r) const {
-    return std::max<Quantity>(0, node(n).p[r] - nodes_[n].u[r]);
+    return std::max<Quantity>(0, node(n).private_part[r] - nodes_[n].usage[r]);
   }
-  bool Borrowing(int n, int r) const { return nodes_[n].u[r] > node(n).g[r]; }
+  bool Borrowing(int n, int r) const { return nodes_[n].usage[r] > node(n).guaranteed[r]; }
   bool WithinGuarantee(int n, ResourceMask rs) const;
   // Sharing domain D(t) for contested resources `rs`.
   int Domain(int leaf, ResourceMask rs) const;

@@ -17,13 +17,13 @@ namespace {
 // The usage of every node under `coming`, from the state's leaf usage;
 // optionally without the jobs that are draining (they leave before it).
 ComingUsage UsageUnder(const State& s, const CompiledConfig& coming, bool exclude_draining) {
-  const int R = s.R();
+  const int R = s.num_resources();
   std::vector<std::vector<Quantity>> u(coming.nodes.size(), std::vector<Quantity>(R, 0));
   for (size_t n = 1; n < coming.nodes.size(); ++n) {
     if (!coming.nodes[n].leaf) continue;
-    u[n] = s.ns(static_cast<int>(n)).u;
+    u[n] = s.node_state(static_cast<int>(n)).usage;
     if (!exclude_draining) continue;
-    for (int j : s.ns(static_cast<int>(n)).running) {
+    for (int j : s.node_state(static_cast<int>(n)).running) {
       const Job& job = s.job(j);
       if (job.phase != Phase::kDraining) continue;
       for (int r = 0; r < R; ++r) u[n][r] -= job.demand[r];
@@ -65,7 +65,7 @@ std::vector<int> RisingTeams(const v1::Config& source, const CompiledConfig& com
       if (a == b) continue;  // its own entry does not change here.
       const NodeConfig& now_n = before->nodes[nb->second];
       const NodeConfig& next_n = coming.nodes[n->second];
-      if (next_n.g[r] > now_n.g[rb->second] || next_n.p[r] > now_n.p[rb->second]) {
+      if (next_n.guaranteed[r] > now_n.guaranteed[rb->second] || next_n.private_part[r] > now_n.private_part[rb->second]) {
         rising.push_back(n->second);
         break;
       }
@@ -160,7 +160,7 @@ bool Decider::FitsGuards(const Job& job, const std::vector<Quantity>& extra) con
 // ---------------------------------------------------------------- reclaim at the lead
 
 void Decider::TideReclaim(const CompiledConfig& coming, const std::vector<int>& rising) {
-  const int R = s_.R();
+  const int R = s_.num_resources();
   for (const int t : rising) {
     ComingUsage u = UsageUnder(s_, coming, /*exclude_draining=*/true);
     if (u.PathFits(static_cast<int>(t))) continue;
@@ -178,7 +178,7 @@ void Decider::TideReclaim(const CompiledConfig& coming, const std::vector<int>& 
     for (size_t leaf = 1; leaf < coming.nodes.size(); ++leaf) {
       if (!coming.nodes[leaf].leaf || in_subtree(static_cast<int>(leaf))) continue;
       if (u.WithinGuarantee(static_cast<int>(leaf))) continue;
-      for (int j : s_.ns(static_cast<int>(leaf)).running) {
+      for (int j : s_.node_state(static_cast<int>(leaf)).running) {
         const Job& c = s_.job(j);
         if (c.phase != Phase::kAdmitted || c.shrink_pending() || c.drain_for >= 0) continue;
         CandidateKey k{};

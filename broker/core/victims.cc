@@ -47,7 +47,7 @@ bool Eligible(const State& s, const Job& c, ResourceMask contested) {
   if (c.phase == Phase::kQueued) return false;
   if (c.drain_for >= 0) return false;  // claimed by another waiting job.
   if (c.shrink_pending()) return false;  // a shrink not yet acknowledged.
-  return UsesAny(c, contested, s.R());
+  return UsesAny(c, contested, s.num_resources());
 }
 
 }  // namespace tidegate::core

@@ -86,8 +86,8 @@ class WhatIf {
   };
   void Apply(int j, int64_t replicas, int sign) {
     const Job& job = s_.job(j);
-    std::vector<Quantity> amount(s_.R());
-    for (int r = 0; r < s_.R(); ++r) amount[r] = job.per_replica[r] * replicas;
+    std::vector<Quantity> amount(s_.num_resources());
+    for (int r = 0; r < s_.num_resources(); ++r) amount[r] = job.per_replica[r] * replicas;
     s_.AddUsage(job.team, job.cluster, amount, sign);
   }
   State& s_;
@@ -108,14 +108,14 @@ void PushCandidate(const Job& job, Candidate cd, std::vector<Candidate>* out) {
 }
 
 bool ClusterLacksRoom(const State& s, const Job& j) {
-  for (int r = 0; r < s.R(); ++r) {
+  for (int r = 0; r < s.num_resources(); ++r) {
     if ((j.requested >> r & 1) && j.demand[r] > std::max<Quantity>(0, s.free_capacity(j.cluster, r))) return true;
   }
   return false;
 }
 
 bool BorrowingOnAny(const State& s, int n, ResourceMask rs) {
-  for (int r = 0; r < s.R(); ++r) {
+  for (int r = 0; r < s.num_resources(); ++r) {
     if ((rs >> r & 1) && s.Borrowing(n, r)) return true;
   }
   return false;
@@ -156,8 +156,8 @@ void CollectSubtree(const State& s, const Job& J, int node, int meeting, int ski
       continue;
     }
     if (c == J.team || !BorrowingOnAny(s, c, contested)) continue;
-    out->reserve(out->size() + s.ns(c).running.size());
-    for (int cj : s.ns(c).running) {
+    out->reserve(out->size() + s.node_state(c).running.size());
+    for (int cj : s.node_state(c).running) {
       const Job& cand = s.job(cj);
       if (!Eligible(s, cand, contested)) continue;
       if (pol.reclaim == v1::RECLAIM_LOWER_PRIORITY && cand.priority >= J.priority) continue;
@@ -197,14 +197,14 @@ std::vector<Victim> ClassicalVictims(State& s, int j, ResourceMask contested) {
   const Job& J = s.job(j);
   const int t = J.team;
   const TeamPolicy& pol = s.node(t).policy;
-  const int R = s.R();
+  const int R = s.num_resources();
   const bool lacks_room = ClusterLacksRoom(s, J);
   std::vector<Candidate> cands;
-  cands.reserve(s.ns(t).running.size());
+  cands.reserve(s.node_state(t).running.size());
 
   // Same-team candidates.
   if (pol.within_team != v1::WITHIN_TEAM_NEVER) {
-    for (int cj : s.ns(t).running) {
+    for (int cj : s.node_state(t).running) {
       const Job& c = s.job(cj);
       if (!Eligible(s, c, contested) || !SameTeamAllowed(pol, J, c)) continue;
       PushCandidate(c, Candidate::SameTeam(cj, KeyFor(s, J, c, CandidateList::kSameTeam, lacks_room)), &cands);
@@ -219,7 +219,7 @@ std::vector<Victim> ClassicalVictims(State& s, int j, ResourceMask contested) {
     std::vector<Quantity> remaining(R, 0);
     for (int r = 0; r < R; ++r) {
       if (!(J.requested >> r & 1)) continue;
-      if (s.ns(t).u[r] + J.demand[r] > s.node(t).g[r]) advantage = false;
+      if (s.node_state(t).usage[r] + J.demand[r] > s.node(t).guaranteed[r]) advantage = false;
       remaining[r] = std::max<Quantity>(0, J.demand[r] - s.Slack(t, r));
     }
     int prev = t;
@@ -233,7 +233,7 @@ std::vector<Victim> ClassicalVictims(State& s, int j, ResourceMask contested) {
       if (A == domain) break;
       bool fits_here = true;
       for (int r = 0; r < R; ++r) {
-        if ((J.requested >> r & 1) && s.ns(A).u[r] + remaining[r] > s.node(A).g[r]) fits_here = false;
+        if ((J.requested >> r & 1) && s.node_state(A).usage[r] + remaining[r] > s.node(A).guaranteed[r]) fits_here = false;
       }
       advantage = advantage || fits_here;
       for (int r = 0; r < R; ++r) remaining[r] = std::max<Quantity>(0, remaining[r] - s.Slack(A, r));
@@ -246,7 +246,7 @@ std::vector<Victim> ClassicalVictims(State& s, int j, ResourceMask contested) {
   const bool bwc_never = pol.borrow_within_cohort == v1::BORROW_WITHIN_COHORT_POLICY_NEVER;
   bool team_at_guarantee = false;
   for (int r = 0; r < R; ++r) {
-    if ((contested >> r & 1) && s.ns(t).u[r] >= s.node(t).g[r]) team_at_guarantee = true;
+    if ((contested >> r & 1) && s.node_state(t).usage[r] >= s.node(t).guaranteed[r]) team_at_guarantee = true;
   }
   std::vector<bool> passes;  // allow borrowing?
   if (!any_other || (bwc_never && team_at_guarantee)) {

@@ -113,7 +113,7 @@ std::vector<Victim> FairShareVictims(State& s, int j, ResourceMask contested) {
   const PolicyOptions& opt = s.config().policy;
   const int domain = s.Domain(t, contested);
   const bool lacks_room = [&] {
-    for (int r = 0; r < s.R(); ++r) {
+    for (int r = 0; r < s.num_resources(); ++r) {
       if ((J.requested >> r & 1) && J.demand[r] > std::max<Quantity>(0, s.free_capacity(J.cluster, r))) return true;
     }
     return false;
@@ -136,7 +136,7 @@ std::vector<Victim> FairShareVictims(State& s, int j, ResourceMask contested) {
   // Candidates, sorted by §3's order and grouped by team.
   std::vector<FsCandidate> all;
   if (pol.within_team != v1::WITHIN_TEAM_NEVER) {
-    for (int cj : s.ns(t).running) {
+    for (int cj : s.node_state(t).running) {
       const Job& c = s.job(cj);
       if (!Eligible(s, c, contested)) continue;
       const bool allowed = pol.within_team == v1::WITHIN_TEAM_LOWER_PRIORITY
@@ -157,11 +157,11 @@ std::vector<Victim> FairShareVictims(State& s, int j, ResourceMask contested) {
         }
         if (c == t) continue;
         bool borrowing = false;
-        for (int r = 0; r < s.R(); ++r) {
+        for (int r = 0; r < s.num_resources(); ++r) {
           if ((contested >> r & 1) && s.Borrowing(c, r)) borrowing = true;
         }
         if (!borrowing) continue;
-        for (int cj : s.ns(c).running) {
+        for (int cj : s.node_state(c).running) {
           const Job& cand = s.job(cj);
           if (!Eligible(s, cand, contested)) continue;
           if (pol.reclaim == v1::RECLAIM_LOWER_PRIORITY && cand.priority >= J.priority) continue;
