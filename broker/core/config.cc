@@ -138,6 +138,10 @@ bool IsGpuResource(const std::string& name) {
   return base != "cpu" && base != "memory" && base != "ephemeral-storage" && base != "pods";
 }
 
+// Long (about 220 lines) on purpose: one pass over the config in the order
+// POLICY.md §1 derives its quantities (resources, clusters, the tree, quota
+// entries, sums, then potential and lendable), each step reading what the
+// previous ones built; the steps are marked by comments.
 absl::StatusOr<CompiledConfig> CompileConfig(const v1::Config& config) {
   CompiledConfig c;
   if (config.clusters().empty()) return Invalid("clusters: at least one cluster is required");

@@ -48,6 +48,8 @@ bool Decider::GrowFits(const Job& job) const {
   return FitsGuards(job, job.per_replica);
 }
 
+// About 90 lines: the held paths, the candidate counts and the descent share
+// local state that one pass builds and consumes.
 void Decider::GrowPass() {
   if (s_.teams_with_growable().empty() || s_.grow_idle_stamp == s_.change_stamp()) return;
   // While a job waits for its victims, the capacity its victim search

@@ -37,6 +37,8 @@ absl::StatusOr<Job> ParseSubmit(const CompiledConfig& config, const v1::JobSpec&
   return ParseJobSpec(config, spec, now);
 }
 
+// About 100 lines: one check per field of the spec, in field order, each
+// naming the field; split, it would only scatter that list.
 absl::StatusOr<Job> ParseJobSpec(const CompiledConfig& c, const v1::JobSpec& in, Time now) {
   const int R = c.num_resources();
   auto bad = [](auto&&... parts) { return absl::InvalidArgumentError(absl::StrCat(parts...)); };

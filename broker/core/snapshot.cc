@@ -92,6 +92,9 @@ v1::CoreSnapshot Broker::Snapshot() const {
   return out;
 }
 
+// Long on purpose: it rebuilds every part of State that Snapshot wrote, in
+// the order the parts depend on each other (config, jobs, holds, timers,
+// ended jobs, tide), and reads best as that one sequence.
 absl::StatusOr<std::unique_ptr<Broker>> Broker::Restore(const v1::CoreSnapshot& snap) {
   auto compiled = CompileConfig(snap.config());
   if (compiled.ok() && HasTide(snap.config())) compiled = CompileConfig(EffectiveConfig(snap.config(), snap.now_ms()));

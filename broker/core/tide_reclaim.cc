@@ -32,6 +32,47 @@ ComingUsage UsageUnder(const State& s, const CompiledConfig& coming, bool exclud
   return ComingUsage(&coming, std::move(u));
 }
 
+// The candidates of a tide reclaim for rising team t: admitted jobs of
+// other teams that borrow under the coming quota, in §3's order (keys 2-7),
+// an elastic job's replicas above its min first, as in §3.
+struct TideCandidate {
+  int job;
+  CandidateKey key;
+};
+
+std::vector<TideCandidate> TideCandidates(const State& s, const CompiledConfig& coming, const ComingUsage& u, int t) {
+  auto in_subtree = [&](int leaf) {
+    const auto& path = coming.nodes[leaf].path;
+    return std::find(path.begin(), path.end(), t) != path.end();
+  };
+  std::vector<TideCandidate> cands;
+  for (size_t leaf = 1; leaf < coming.nodes.size(); ++leaf) {
+    if (!coming.nodes[leaf].leaf || in_subtree(static_cast<int>(leaf))) continue;
+    if (u.WithinGuarantee(static_cast<int>(leaf))) continue;
+    for (int j : s.node_state(static_cast<int>(leaf)).running) {
+      const Job& c = s.job(j);
+      if (c.phase != Phase::kAdmitted || c.shrink_pending() || c.drain_for >= 0) continue;
+      CandidateKey k{};
+      k.not_draining = true;
+      k.priority = c.priority;
+      const bool least_lost_work = s.config().policy.least_lost_work;
+      k.lost_work = least_lost_work ? LostWork(c, s.now()) : 0;
+      k.neg_admitted_at = -c.admitted_at;
+      k.id = &c.id;
+      if (Shrinkable(c)) {  // its replicas above min first, as in §3.
+        k.not_shrinkable = false;
+        k.whole_part = false;
+        cands.push_back({j, k});
+      }
+      k.not_shrinkable = least_lost_work;
+      k.whole_part = true;
+      cands.push_back({j, k});
+    }
+  }
+  std::sort(cands.begin(), cands.end(), [](const TideCandidate& a, const TideCandidate& b) { return a.key < b.key; });
+  return cands;
+}
+
 }  // namespace
 
 // ---------------------------------------------------------------- schedule
@@ -159,46 +200,16 @@ bool Decider::FitsGuards(const Job& job, const std::vector<Quantity>& extra) con
 
 // ---------------------------------------------------------------- reclaim at the lead
 
+// About 95 lines: per rising team, remove candidates (what-if on the coming
+// usage) until its path fits, put back what is not needed, then act on the
+// rest; the steps share the what-if usage.
 void Decider::TideReclaim(const CompiledConfig& coming, const std::vector<int>& rising) {
   const int R = s_.num_resources();
   for (const int t : rising) {
     ComingUsage u = UsageUnder(s_, coming, /*exclude_draining=*/true);
     if (u.PathFits(static_cast<int>(t))) continue;
     const std::string by = absl::StrCat("tide:", coming.nodes[t].name);
-    auto in_subtree = [&](int leaf) {
-      const auto& path = coming.nodes[leaf].path;
-      return std::find(path.begin(), path.end(), static_cast<int>(t)) != path.end();
-    };
-    // Other teams' borrowers, in §3's order, keys 2-7.
-    struct Cand {
-      int job;
-      CandidateKey key;
-    };
-    std::vector<Cand> cands;
-    for (size_t leaf = 1; leaf < coming.nodes.size(); ++leaf) {
-      if (!coming.nodes[leaf].leaf || in_subtree(static_cast<int>(leaf))) continue;
-      if (u.WithinGuarantee(static_cast<int>(leaf))) continue;
-      for (int j : s_.node_state(static_cast<int>(leaf)).running) {
-        const Job& c = s_.job(j);
-        if (c.phase != Phase::kAdmitted || c.shrink_pending() || c.drain_for >= 0) continue;
-        CandidateKey k{};
-        k.not_draining = true;
-        k.priority = c.priority;
-        const bool least_lost_work = s_.config().policy.least_lost_work;
-        k.lost_work = least_lost_work ? LostWork(c, s_.now()) : 0;
-        k.neg_admitted_at = -c.admitted_at;
-        k.id = &c.id;
-        if (Shrinkable(c)) {  // its replicas above min first, as in §3.
-          k.not_shrinkable = false;
-          k.whole_part = false;
-          cands.push_back({j, k});
-        }
-        k.not_shrinkable = least_lost_work;
-        k.whole_part = true;
-        cands.push_back({j, k});
-      }
-    }
-    std::sort(cands.begin(), cands.end(), [](const Cand& a, const Cand& b) { return a.key < b.key; });
+    const std::vector<TideCandidate> cands = TideCandidates(s_, coming, u, t);
     struct Step {
       int job;
       int64_t replicas;
@@ -212,7 +223,7 @@ void Decider::TideReclaim(const CompiledConfig& coming, const std::vector<int>& 
     };
     bool fit = false;
     absl::flat_hash_map<int, int64_t> taken;  // replicas removed so far, per job
-    for (const Cand& c : cands) {
+    for (const TideCandidate& c : cands) {
       if (fit) break;
       const Job& job = s_.job(c.job);
       if (u.WithinGuarantee(job.team)) continue;

@@ -1,6 +1,7 @@
 #include "broker/core/victims_classical.h"
 
 #include <algorithm>
+#include <optional>
 
 #include "absl/container/flat_hash_map.h"
 
@@ -191,15 +192,22 @@ bool BetweenWithinGuarantee(const State& s, const Candidate& c, ResourceMask con
   return false;
 }
 
-}  // namespace
+// The candidates of POLICY.md §3 for job J: its own team's (when within_team
+// allows), then other teams' level by level up to the sharing domain D(t).
+// `any_other`: some other team's job is a candidate; `any_hierarchy`: some
+// was found with the hierarchy advantage (they choose the passes).
+struct Candidates {
+  std::vector<Candidate> list;
+  bool any_other = false;
+  bool any_hierarchy = false;
+};
 
-std::vector<Victim> ClassicalVictims(State& s, int j, ResourceMask contested) {
-  const Job& J = s.job(j);
+Candidates CollectCandidates(const State& s, const Job& J, ResourceMask contested, bool lacks_room) {
   const int t = J.team;
   const TeamPolicy& pol = s.node(t).policy;
   const int R = s.num_resources();
-  const bool lacks_room = ClusterLacksRoom(s, J);
-  std::vector<Candidate> cands;
+  Candidates out;
+  std::vector<Candidate>& cands = out.list;
   cands.reserve(s.node_state(t).running.size());
 
   // Same-team candidates.
@@ -210,37 +218,124 @@ std::vector<Victim> ClassicalVictims(State& s, int j, ResourceMask contested) {
       PushCandidate(c, Candidate::SameTeam(cj, KeyFor(s, J, c, CandidateList::kSameTeam, lacks_room)), &cands);
     }
   }
+  if (pol.reclaim == v1::RECLAIM_NEVER) return out;
 
   // Other-team candidates, level by level up to D(t).
-  bool any_other = false, any_hierarchy = false;
-  if (pol.reclaim != v1::RECLAIM_NEVER) {
-    const int domain = s.Domain(t, contested);
-    bool advantage = true;
-    std::vector<Quantity> remaining(R, 0);
-    for (int r = 0; r < R; ++r) {
-      if (!(J.requested >> r & 1)) continue;
-      if (s.node_state(t).usage[r] + J.demand[r] > s.node(t).guaranteed[r]) advantage = false;
-      remaining[r] = std::max<Quantity>(0, J.demand[r] - s.Slack(t, r));
+  const int domain = s.Domain(t, contested);
+  bool advantage = true;
+  std::vector<Quantity> remaining(R, 0);
+  for (int r = 0; r < R; ++r) {
+    if (!(J.requested >> r & 1)) continue;
+    if (s.node_state(t).usage[r] + J.demand[r] > s.node(t).guaranteed[r]) advantage = false;
+    remaining[r] = std::max<Quantity>(0, J.demand[r] - s.Slack(t, r));
+  }
+  int prev = t;
+  for (int A = s.node(t).parent; A >= 0; A = s.node(A).parent) {
+    const size_t before = cands.size();
+    CollectSubtree(s, J, A, A, prev, contested, advantage, lacks_room, &cands);
+    if (cands.size() > before) {
+      out.any_other = true;
+      if (advantage) out.any_hierarchy = true;
     }
-    int prev = t;
-    for (int A = s.node(t).parent; A >= 0; A = s.node(A).parent) {
-      const size_t before = cands.size();
-      CollectSubtree(s, J, A, A, prev, contested, advantage, lacks_room, &cands);
-      if (cands.size() > before) {
-        any_other = true;
-        if (advantage) any_hierarchy = true;
+    if (A == domain) break;
+    bool fits_here = true;
+    for (int r = 0; r < R; ++r) {
+      if ((J.requested >> r & 1) && s.node_state(A).usage[r] + remaining[r] > s.node(A).guaranteed[r]) fits_here = false;
+    }
+    advantage = advantage || fits_here;
+    for (int r = 0; r < R; ++r) remaining[r] = std::max<Quantity>(0, remaining[r] - s.Slack(A, r));
+    prev = A;
+  }
+  return out;
+}
+
+// One pass of POLICY.md §3 over the sorted candidates: remove them in order
+// (what-if) until J fits (with borrowing allowed or not), then put back from
+// the second-last down what is not needed. nullopt when J never fits. The
+// state is unchanged on return.
+std::optional<std::vector<Victim>> TryPass(State& s, const Job& J, LazySorted& sorted, bool allow_borrowing,
+                                           ResourceMask contested) {
+  WhatIf what_if(s);
+  // Each removal is a step: one replica of a shrinking elastic job, or the
+  // rest of a job (evicted whole).
+  struct Chosen {
+    int job;
+    bool same_team;
+    bool whole;
+    size_t step;
+  };
+  std::vector<Chosen> chosen;
+  bool fit = false;
+  auto skip = [&](const Candidate& c) {
+    if (c.same_team) return false;
+    return s.WithinGuarantee(s.job(c.job).team, contested) || BetweenWithinGuarantee(s, c, contested);
+  };
+  absl::flat_hash_map<int, int64_t> taken;  // replicas removed so far in this pass, per job
+  for (size_t i = 0; !fit; ++i) {
+    const Candidate* c = sorted.At(i);
+    if (!c) break;
+    if (!c->same_team && c->reclaim_without_borrowing && allow_borrowing) continue;
+    if (skip(*c)) continue;
+    const Job& victim = s.job(c->job);
+    int64_t& gone = taken[c->job];
+    if (!c->key.whole_part) {
+      // A shrink: one replica at a time, down to min (POLICY.md §3).
+      while (victim.replicas - gone > victim.elastic_min && !fit && !skip(*c)) {
+        chosen.push_back({c->job, c->same_team, /*whole=*/false, what_if.Remove(c->job, 1)});
+        ++gone;
+        fit = s.Fits(J, !allow_borrowing);
       }
-      if (A == domain) break;
-      bool fits_here = true;
-      for (int r = 0; r < R; ++r) {
-        if ((J.requested >> r & 1) && s.node_state(A).usage[r] + remaining[r] > s.node(A).guaranteed[r]) fits_here = false;
-      }
-      advantage = advantage || fits_here;
-      for (int r = 0; r < R; ++r) remaining[r] = std::max<Quantity>(0, remaining[r] - s.Slack(A, r));
-      prev = A;
+      continue;
+    }
+    const int64_t left = victim.replicas - gone;
+    if (left <= 0) continue;
+    chosen.push_back({c->job, c->same_team, /*whole=*/true, what_if.Remove(c->job, left)});
+    gone += left;
+    fit = s.Fits(J, !allow_borrowing);
+  }
+  if (!fit) return std::nullopt;
+  // Put back from the second-last step down to the first.
+  std::vector<bool> keep(chosen.size(), true);
+  for (int i = static_cast<int>(chosen.size()) - 2; i >= 0; --i) {
+    what_if.Restore(chosen[i].step);
+    if (s.Fits(J, !allow_borrowing)) {
+      keep[i] = false;
+    } else {
+      what_if.Redo(chosen[i].step);
     }
   }
-  if (cands.empty()) return {};
+  // One victim per job, in the order first chosen: evicted when its whole
+  // step stayed, else shrunk by the replica steps that stayed.
+  std::vector<Victim> victims;
+  absl::flat_hash_map<int, size_t> index;
+  for (size_t i = 0; i < chosen.size(); ++i) {
+    if (!keep[i]) continue;
+    const Chosen& ch = chosen[i];
+    auto [it, inserted] = index.try_emplace(ch.job, victims.size());
+    if (inserted) {
+      victims.push_back({ch.job, ch.same_team ? VictimKind::kPriority : VictimKind::kReclaim,
+                         s.job(ch.job).replicas});
+    }
+    Victim& v = victims[it->second];
+    if (ch.whole) {
+      v.shrink_to = -1;
+    } else if (v.shrink_to > 0) {
+      --v.shrink_to;
+    }
+  }
+  return victims;  // what_if restores the state.
+}
+
+}  // namespace
+
+std::vector<Victim> ClassicalVictims(State& s, int j, ResourceMask contested) {
+  const Job& J = s.job(j);
+  const int t = J.team;
+  const TeamPolicy& pol = s.node(t).policy;
+  const int R = s.num_resources();
+  Candidates collected = CollectCandidates(s, J, contested, ClusterLacksRoom(s, J));
+  if (collected.list.empty()) return {};
+  const bool any_other = collected.any_other, any_hierarchy = collected.any_hierarchy;
 
   // Passes.
   const bool bwc_never = pol.borrow_within_cohort == v1::BORROW_WITHIN_COHORT_POLICY_NEVER;
@@ -257,77 +352,9 @@ std::vector<Victim> ClassicalVictims(State& s, int j, ResourceMask contested) {
     passes = {true, false};
   }
 
-  LazySorted sorted(std::move(cands));
+  LazySorted sorted(std::move(collected.list));
   for (bool allow_borrowing : passes) {
-    WhatIf what_if(s);
-    // Each removal is a step: one replica of a shrinking elastic job, or the
-    // rest of a job (evicted whole).
-    struct Chosen {
-      int job;
-      bool same_team;
-      bool whole;
-      size_t step;
-    };
-    std::vector<Chosen> chosen;
-    bool fit = false;
-    auto skip = [&](const Candidate& c) {
-      if (c.same_team) return false;
-      return s.WithinGuarantee(s.job(c.job).team, contested) || BetweenWithinGuarantee(s, c, contested);
-    };
-    absl::flat_hash_map<int, int64_t> taken;  // replicas removed so far in this pass, per job
-    for (size_t i = 0; !fit; ++i) {
-      const Candidate* c = sorted.At(i);
-      if (!c) break;
-      if (!c->same_team && c->reclaim_without_borrowing && allow_borrowing) continue;
-      if (skip(*c)) continue;
-      const Job& victim = s.job(c->job);
-      int64_t& gone = taken[c->job];
-      if (!c->key.whole_part) {
-        // A shrink: one replica at a time, down to min (POLICY.md §3).
-        while (victim.replicas - gone > victim.elastic_min && !fit && !skip(*c)) {
-          chosen.push_back({c->job, c->same_team, /*whole=*/false, what_if.Remove(c->job, 1)});
-          ++gone;
-          fit = s.Fits(J, !allow_borrowing);
-        }
-        continue;
-      }
-      const int64_t left = victim.replicas - gone;
-      if (left <= 0) continue;
-      chosen.push_back({c->job, c->same_team, /*whole=*/true, what_if.Remove(c->job, left)});
-      gone += left;
-      fit = s.Fits(J, !allow_borrowing);
-    }
-    if (!fit) continue;
-    // Put back from the second-last step down to the first.
-    std::vector<bool> keep(chosen.size(), true);
-    for (int i = static_cast<int>(chosen.size()) - 2; i >= 0; --i) {
-      what_if.Restore(chosen[i].step);
-      if (s.Fits(J, !allow_borrowing)) {
-        keep[i] = false;
-      } else {
-        what_if.Redo(chosen[i].step);
-      }
-    }
-    // One victim per job, in the order first chosen: evicted when its whole
-    // step stayed, else shrunk by the replica steps that stayed.
-    std::vector<Victim> victims;
-    absl::flat_hash_map<int, size_t> index;
-    for (size_t i = 0; i < chosen.size(); ++i) {
-      if (!keep[i]) continue;
-      const Chosen& ch = chosen[i];
-      auto [it, inserted] = index.try_emplace(ch.job, victims.size());
-      if (inserted) {
-        victims.push_back({ch.job, ch.same_team ? VictimKind::kPriority : VictimKind::kReclaim,
-                           s.job(ch.job).replicas});
-      }
-      Victim& v = victims[it->second];
-      if (ch.whole) {
-        v.shrink_to = -1;
-      } else if (v.shrink_to > 0) {
-        --v.shrink_to;
-      }
-    }
-    return victims;  // what_if restores the state.
+    if (auto victims = TryPass(s, J, sorted, allow_borrowing, contested)) return *std::move(victims);
   }
   return {};
 }

@@ -104,14 +104,13 @@ class Ordering {
   std::vector<bool> dropped_;
 };
 
-}  // namespace
-
-std::vector<Victim> FairShareVictims(State& s, int j, ResourceMask contested) {
-  const Job& J = s.job(j);
+// The candidates of POLICY.md §5 for job J, in §3's order: its own team's
+// (when within_team allows), and the running jobs of every other leaf in the
+// sharing domain that borrows a contested resource (when reclaim allows).
+std::vector<FsCandidate> CollectCandidates(const State& s, const Job& J, int domain, ResourceMask contested) {
   const int t = J.team;
   const TeamPolicy& pol = s.node(t).policy;
   const PolicyOptions& opt = s.config().policy;
-  const int domain = s.Domain(t, contested);
   const bool lacks_room = [&] {
     for (int r = 0; r < s.num_resources(); ++r) {
       if ((J.requested >> r & 1) && J.demand[r] > std::max<Quantity>(0, s.free_capacity(J.cluster, r))) return true;
@@ -133,7 +132,6 @@ std::vector<Victim> FairShareVictims(State& s, int j, ResourceMask contested) {
     return k;
   };
 
-  // Candidates, sorted by §3's order and grouped by team.
   std::vector<FsCandidate> all;
   if (pol.within_team != v1::WITHIN_TEAM_NEVER) {
     for (int cj : s.node_state(t).running) {
@@ -170,8 +168,57 @@ std::vector<Victim> FairShareVictims(State& s, int j, ResourceMask contested) {
       }
     }
   }
-  if (all.empty()) return {};
   std::sort(all.begin(), all.end(), [](const FsCandidate& a, const FsCandidate& b) { return a.key < b.key; });
+  return all;
+}
+
+// Evicted jobs in `removed` (in eviction order, still removed from the
+// state's usage): when J fits, put back as in §3 (borrowing allowed, J not
+// counted) from the second-last down what it does not need; then undo every
+// removal still applied, so the state is unchanged. The victims that stayed.
+std::vector<Victim> PutBack(State& s, const Job& J, const std::vector<int>& removed, bool fit) {
+  auto remove = [&](int cj) {
+    const Job& c = s.job(cj);
+    s.AddUsage(c.team, c.cluster, c.demand, -1);
+  };
+  auto restore = [&](int cj) {
+    const Job& c = s.job(cj);
+    s.AddUsage(c.team, c.cluster, c.demand, +1);
+  };
+  std::vector<bool> still_removed(removed.size(), true);
+  std::vector<Victim> victims;
+  if (fit) {
+    for (int i = static_cast<int>(removed.size()) - 2; i >= 0; --i) {
+      restore(removed[i]);
+      still_removed[i] = false;
+      if (!s.Fits(J, false)) {
+        remove(removed[i]);
+        still_removed[i] = true;
+      }
+    }
+    for (size_t i = 0; i < removed.size(); ++i) {
+      if (!still_removed[i]) continue;
+      victims.push_back({removed[i], s.job(removed[i]).team == J.team ? VictimKind::kPriority : VictimKind::kFairShare});
+    }
+  }
+  for (size_t i = 0; i < removed.size(); ++i) {
+    if (still_removed[i]) restore(removed[i]);
+  }
+  return victims;
+}
+
+}  // namespace
+
+// About 90 lines: the two preemption strategies of §5 run in sequence on the
+// same what-if state (J counted, `removed` applied), which the lambdas share.
+std::vector<Victim> FairShareVictims(State& s, int j, ResourceMask contested) {
+  const Job& J = s.job(j);
+  const int t = J.team;
+  const PolicyOptions& opt = s.config().policy;
+  const int domain = s.Domain(t, contested);
+  // Candidates, sorted by §3's order and grouped by team.
+  std::vector<FsCandidate> all = CollectCandidates(s, J, domain, contested);
+  if (all.empty()) return {};
   std::map<int, std::deque<FsCandidate>> by_team;
   for (const auto& c : all) by_team[s.job(c.job).team].push_back(c);
 
@@ -251,28 +298,7 @@ std::vector<Victim> FairShareVictims(State& s, int j, ResourceMask contested) {
     }
   }
   s.AddUsage(t, J.cluster, J.demand, -1);  // J no longer counted.
-  // Put back as in §3 (borrowing allowed, J not counted), then undo every
-  // removal still applied so the state is unchanged.
-  std::vector<bool> still_removed(removed.size(), true);
-  std::vector<Victim> victims;
-  if (fit) {
-    for (int i = static_cast<int>(removed.size()) - 2; i >= 0; --i) {
-      restore(removed[i]);
-      still_removed[i] = false;
-      if (!s.Fits(J, false)) {
-        remove(removed[i]);
-        still_removed[i] = true;
-      }
-    }
-    for (size_t i = 0; i < removed.size(); ++i) {
-      if (!still_removed[i]) continue;
-      victims.push_back({removed[i], s.job(removed[i]).team == t ? VictimKind::kPriority : VictimKind::kFairShare});
-    }
-  }
-  for (size_t i = 0; i < removed.size(); ++i) {
-    if (still_removed[i]) restore(removed[i]);
-  }
-  return victims;
+  return PutBack(s, J, removed, fit);
 }
 
 }  // namespace tidegate::core
