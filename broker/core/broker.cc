@@ -33,7 +33,10 @@ Broker::~Broker() = default;
 
 absl::StatusOr<std::unique_ptr<Broker>> Broker::Create(const v1::Config& config, Time now) {
   auto compiled = CompileConfig(config);
-  if (compiled.ok() && HasTide(config)) compiled = CompileConfig(EffectiveConfig(config, now));
+  if (compiled.ok() && HasTide(config)) {
+    const TideCalendar tide = compiled->tide;
+    compiled = CompileConfig(EffectiveConfig(config, tide, now), tide);
+  }
   if (!compiled.ok()) return compiled.status();
   auto state = std::make_unique<State>(*std::move(compiled), config);
   state->set_now(now);
@@ -195,13 +198,14 @@ std::optional<TeamView> Broker::GetTeam(std::string_view name) const {
     const v1::Team& team = s.source().teams(n - 1);  // nodes follow config order after the root.
     v1::Config one;
     *one.add_teams() = team;
-    const v1::Config now_cfg = EffectiveConfig(one, s.now());
+    const TideCalendar one_tide{{s.config().tide.teams[n - 1]}};
+    const v1::Config now_cfg = EffectiveConfig(one, one_tide, s.now());
     for (const auto& [res, q] : now_cfg.teams(0).quota()) v.quota[res] = q;
     v.tide.assign(team.tide().begin(), team.tide().end());
-    if (auto next = NextTeamTideBoundary(team, s.now())) {
+    if (auto next = NextTeamTideBoundary(one_tide.teams[0], s.now())) {
       v.next_tide_change = *next;
       v.next_tide_lead = *next - s.config().policy.tide_lead_s * kMillisPerSecond;
-      const v1::Config next_cfg = EffectiveConfig(one, *next);
+      const v1::Config next_cfg = EffectiveConfig(one, one_tide, *next);
       for (const auto& [res, q] : next_cfg.teams(0).quota()) v.next_tide_quota[res] = q;
     }
   }

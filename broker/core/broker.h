@@ -138,7 +138,7 @@ class Broker {
   // Capacity and current use of one cluster for one resource (0 if unknown).
   Quantity ClusterCapacity(std::string_view cluster, std::string_view resource) const;
   Quantity ClusterUsed(std::string_view cluster, std::string_view resource) const;
-  // Config warnings (e.guaranteed. guarantees above capacity), for the operator.
+  // Config warnings (e.g. guarantees above capacity), for the operator.
   const std::vector<std::string>& Warnings() const;
   const std::vector<std::string>& ResourceNames() const;
   Quantity TotalCapacity(std::string_view resource) const;

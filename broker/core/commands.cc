@@ -220,7 +220,7 @@ void Decider::SetQuota(const v1::SetQuota& set) {
     return;
   }
   for (const auto& [name, q] : set.quota()) (*team->mutable_quota())[name] = q;
-  Reconfigure(next);
+  Reconfigure(next, /*same_tide_rules=*/true);
 }
 
 void Decider::SetCapacity(const v1::SetCapacity& set) {
@@ -234,13 +234,16 @@ void Decider::SetCapacity(const v1::SetCapacity& set) {
     return;
   }
   for (const auto& [name, q] : set.capacity()) (*cluster->mutable_capacity())[name] = q;
-  Reconfigure(next);
+  Reconfigure(next, /*same_tide_rules=*/true);
 }
 
-void Decider::Reconfigure(const v1::Config& next) {
+void Decider::Reconfigure(const v1::Config& next, bool same_tide_rules) {
   // The base config must be valid, and so must the quota in force now.
-  auto compiled = CompileConfig(next);
-  if (compiled.ok() && HasTide(next)) compiled = CompileAt(next, s_.now());
+  auto compiled = same_tide_rules ? CompileConfig(next, s_.config().tide) : CompileConfig(next);
+  if (compiled.ok() && HasTide(next)) {
+    const TideCalendar tide = compiled->tide;
+    compiled = CompileAt(next, tide, s_.now());
+  }
   if (!compiled.ok()) {
     Error("", std::string(compiled.status().message()));
     return;

@@ -138,11 +138,12 @@ bool IsGpuResource(const std::string& name) {
   return base != "cpu" && base != "memory" && base != "ephemeral-storage" && base != "pods";
 }
 
+// `resolved`: the tide calendar to reuse, or nullptr to resolve it here.
 // Long (about 220 lines) on purpose: one pass over the config in the order
 // POLICY.md §1 derives its quantities (resources, clusters, the tree, quota
 // entries, sums, then potential and lendable), each step reading what the
 // previous ones built; the steps are marked by comments.
-absl::StatusOr<CompiledConfig> CompileConfig(const v1::Config& config) {
+static absl::StatusOr<CompiledConfig> CompileConfigWith(const v1::Config& config, const TideCalendar* resolved) {
   CompiledConfig c;
   if (config.clusters().empty()) return Invalid("clusters: at least one cluster is required");
   if (auto s = CheckSizes(config); !s.ok()) return s;
@@ -154,7 +155,13 @@ absl::StatusOr<CompiledConfig> CompileConfig(const v1::Config& config) {
     std::sort(names.begin(), names.end());  // proto maps are unordered.
     for (const auto& n : names) ResourceId(c, n);
   }
-  if (auto s = ValidateTide(config); !s.ok()) return s;
+  if (resolved) {
+    c.tide = *resolved;
+  } else {
+    absl::StatusOr<TideCalendar> tide = ResolveTide(config);
+    if (!tide.ok()) return tide.status();
+    c.tide = *std::move(tide);
+  }
   for (const auto& t : config.teams()) {
     std::vector<std::string> names;
     for (const auto& [name, q] : t.quota()) names.push_back(name);
@@ -360,6 +367,14 @@ absl::StatusOr<CompiledConfig> CompileConfig(const v1::Config& config) {
   }
   if (auto s = CompilePolicyOptions(config.policy(), &c.policy); !s.ok()) return s;
   return c;
+}
+
+absl::StatusOr<CompiledConfig> CompileConfig(const v1::Config& config) {
+  return CompileConfigWith(config, nullptr);
+}
+
+absl::StatusOr<CompiledConfig> CompileConfig(const v1::Config& config, const TideCalendar& tide) {
+  return CompileConfigWith(config, &tide);
 }
 
 }  // namespace tidegate::core

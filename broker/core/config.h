@@ -12,6 +12,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/statusor.h"
 #include "broker/core/fraction.h"
+#include "broker/core/tide.h"
 #include "broker/core/types.h"
 #include "tidegate/v1/config.pb.h"
 
@@ -90,15 +91,22 @@ struct CompiledConfig {
   std::vector<NodeConfig> nodes;  // [kRootNode] is the fleet root, then teams in config order.
   absl::flat_hash_map<std::string, int> node_index;
   PolicyOptions policy;
-  std::vector<std::string> warnings;  // e.guaranteed. guarantees above capacity.
+  std::vector<std::string> warnings;  // e.g. guarantees above capacity.
+  TideCalendar tide;  // the config's tide rules, resolved (tide.h).
 
   int num_resources() const { return static_cast<int>(resources.size()); }
 };
 
 // Validates (POLICY.md §1) and compiles. INVALID_ARGUMENT naming the team,
-// cluster or field and the value. Tide rules are validated, not applied:
-// compile EffectiveConfig(config, t) (tide.h) for the quota in force at t.
+// cluster or field and the value. Tide rules are validated and resolved
+// (time zones loaded) into `tide`, not applied: compile
+// EffectiveConfig(config, tide, t) (tide.h) for the quota in force at t.
 absl::StatusOr<CompiledConfig> CompileConfig(const v1::Config& config);
+
+// The same for a config whose tide rules are those `tide` was resolved from
+// (an effective config, or a quota or capacity change): the calendar is
+// reused, so nothing is loaded.
+absl::StatusOr<CompiledConfig> CompileConfig(const v1::Config& config, const TideCalendar& tide);
 
 // A GPU-like resource: any whose name after the last '/' is not cpu, memory,
 // ephemeral-storage or pods (docs/decisions.md).

@@ -48,7 +48,7 @@ class Decider {
   void SetCapacity(const v1::SetCapacity& set);
   // Replaces the whole config; an invalid one is an `error` event and changes
   // nothing. Jobs of teams or clusters the new config drops are refused too.
-  void ApplyConfig(const v1::Config& next) { Reconfigure(next); }
+  void ApplyConfig(const v1::Config& next) { Reconfigure(next, /*same_tide_rules=*/false); }
   void Error(const std::string& job, std::string reason);
 
   // ---- time (timers.cc)
@@ -151,7 +151,7 @@ class Decider {
   // without a new stamp (a waiter's holds taken out for a test).
   void InvalidateGuardUsage() { s_.tide().guard_usage_stamp = 0; }
   // Compiles the quota in force at the state's now from base `source`.
-  absl::StatusOr<CompiledConfig> CompileAt(const v1::Config& source, Time t) const;
+  absl::StatusOr<CompiledConfig> CompileAt(const v1::Config& source, const TideCalendar& tide, Time t) const;
 
   // ---- commands (commands.cc)
   // INVALID_ARGUMENT naming the resource when the job's largest demand could
@@ -164,7 +164,10 @@ class Decider {
   void Emit(Event e);
   // A `reject` record for a job spec that failed validation; changes nothing.
   void Reject(const v1::JobSpec& spec, const absl::Status& why);
-  void Reconfigure(const v1::Config& next);
+  // Replaces the config. `same_tide_rules`: `next` has the tide rules of the
+  // config in force (a quota or capacity change, a tide boundary), so their
+  // resolved calendar is reused and no time zone is loaded.
+  void Reconfigure(const v1::Config& next, bool same_tide_rules);
 
   State& s_;
   std::vector<int> submitted_;

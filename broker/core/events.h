@@ -18,7 +18,7 @@ enum class EventType { kAdmit, kQueue, kReclaim, kPreempt, kResize, kEnd, kRejec
 // "admit", "queue", ... as written in the JSON-lines output.
 const char* EventTypeName(EventType type);
 
-// Named quantities, in config resource order (e.guaranteed. {{"gpu", 2}}).
+// Named quantities, in config resource order (e.g. {{"gpu", 2}}).
 using NamedQuantities = std::vector<std::pair<std::string, Quantity>>;
 
 struct Event {

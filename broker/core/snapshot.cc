@@ -97,7 +97,10 @@ v1::CoreSnapshot Broker::Snapshot() const {
 // ended jobs, tide), and reads best as that one sequence.
 absl::StatusOr<std::unique_ptr<Broker>> Broker::Restore(const v1::CoreSnapshot& snap) {
   auto compiled = CompileConfig(snap.config());
-  if (compiled.ok() && HasTide(snap.config())) compiled = CompileConfig(EffectiveConfig(snap.config(), snap.now_ms()));
+  if (compiled.ok() && HasTide(snap.config())) {
+    const TideCalendar tide = compiled->tide;
+    compiled = CompileConfig(EffectiveConfig(snap.config(), tide, snap.now_ms()), tide);
+  }
   if (!compiled.ok()) return compiled.status();
   auto state = std::make_unique<State>(*std::move(compiled), snap.config());
   State& s = *state;

@@ -1,8 +1,6 @@
 #include "broker/core/tide.h"
 
 #include <algorithm>
-#include <map>
-#include <mutex>
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/civil_time.h"
@@ -26,21 +24,6 @@ int ParseClock(const std::string& s, bool allow_24) {
   return h * 60 + m;
 }
 
-// Time zones are loaded once per name (absl reads zoneinfo files).
-bool LoadZone(const std::string& name, absl::TimeZone* tz) {
-  static std::mutex mu;
-  static std::map<std::string, std::optional<absl::TimeZone>> cache;
-  std::lock_guard<std::mutex> lock(mu);
-  auto it = cache.find(name);
-  if (it == cache.end()) {
-    absl::TimeZone z;
-    it = cache.emplace(name, absl::LoadTimeZone(name, &z) ? std::optional(z) : std::nullopt).first;
-  }
-  if (!it->second) return false;
-  *tz = *it->second;
-  return true;
-}
-
 int WeekdayNumber(absl::Weekday w) {  // v1::Weekday numbering: mon = 1 .. sun = 7.
   switch (w) {
     case absl::Weekday::monday: return 1;
@@ -57,19 +40,17 @@ int WeekdayNumber(absl::Weekday w) {  // v1::Weekday numbering: mon = 1 .. sun =
 Time ToMillis(absl::Time t) { return absl::ToUnixMillis(t); }
 
 // Calls f(start, end) for every window of `rule` that starts on a local day
-// from the day before `t` to 8 days after it, in time order. The rule has
-// been validated.
+// from the day before `t` to 8 days after it, in time order.
 template <typename F>
-void ForEachWindow(const v1::TideRule& rule, Time t, F f) {
-  absl::TimeZone tz;
-  if (!LoadZone(rule.timezone().empty() ? "UTC" : rule.timezone(), &tz)) return;
-  const int from = ParseClock(rule.from(), false);
-  const int to = ParseClock(rule.to(), true);
+void ForEachWindow(const TideWindow& rule, Time t, F f) {
+  const absl::TimeZone& tz = rule.zone;
+  const int from = rule.from_minute;
+  const int to = rule.to_minute;
   const absl::CivilDay today = absl::ToCivilDay(absl::FromUnixMillis(t), tz);
   for (int k = -1; k <= 8; ++k) {
     const absl::CivilDay day = today + k;
     const int wd = WeekdayNumber(absl::GetWeekday(day));
-    if (std::find(rule.days().begin(), rule.days().end(), wd) == rule.days().end()) continue;
+    if (std::find(rule.days.begin(), rule.days.end(), wd) == rule.days.end()) continue;
     const absl::CivilDay end_day = to > from ? day : day + 1;
     const absl::CivilMinute start_at = absl::CivilMinute(day) + from;
     const absl::CivilMinute end_at = absl::CivilMinute(end_day) + to;
@@ -77,7 +58,7 @@ void ForEachWindow(const v1::TideRule& rule, Time t, F f) {
   }
 }
 
-bool ActiveAt(const v1::TideRule& rule, Time t) {
+bool ActiveAt(const TideWindow& rule, Time t) {
   bool active = false;
   ForEachWindow(rule, t, [&](Time start, Time end) {
     if (start <= t && t < end) active = true;
@@ -94,8 +75,10 @@ bool HasTide(const v1::Config& config) {
   return false;
 }
 
-absl::Status ValidateTide(const v1::Config& config) {
+absl::StatusOr<TideCalendar> ResolveTide(const v1::Config& config) {
+  TideCalendar calendar;
   for (const auto& team : config.teams()) {
+    std::vector<TideWindow>& windows = calendar.teams.emplace_back();
     for (int i = 0; i < team.tide_size(); ++i) {
       const v1::TideRule& rule = team.tide(i);
       const std::string where = absl::StrCat("team '", team.name(), "' tide[", i, "]");
@@ -113,23 +96,28 @@ absl::Status ValidateTide(const v1::Config& config) {
       }
       absl::TimeZone tz;
       const std::string zone = rule.timezone().empty() ? "UTC" : rule.timezone();
-      if (!LoadZone(zone, &tz)) return bad(".timezone: '", zone, "' is not a known IANA time zone");
+      // absl keeps each zone it loaded, so a config compiled again (every
+      // tide boundary, every set_quota) reads no file twice.
+      if (!absl::LoadTimeZone(zone, &tz)) return bad(".timezone: '", zone, "' is not a known IANA time zone");
       if (rule.quota().empty()) return bad(".quota: a rule must set at least one resource");
       for (const auto& [name, q] : rule.quota()) {
         if (q.has_guaranteed() && q.guaranteed() < 0) return bad(".quota.", name, ".guaranteed: ", q.guaranteed(), " must be >= 0");
         if (q.has_borrow_limit() && q.borrow_limit() < 0) return bad(".quota.", name, ".borrow_limit: ", q.borrow_limit(), " must be >= 0");
         if (q.has_lend_limit() && q.lend_limit() < 0) return bad(".quota.", name, ".lend_limit: ", q.lend_limit(), " must be >= 0");
       }
+      windows.push_back(TideWindow{{rule.days().begin(), rule.days().end()}, from, to, tz});
     }
   }
-  return absl::OkStatus();
+  return calendar;
 }
 
-v1::Config EffectiveConfig(const v1::Config& base, Time t) {
+v1::Config EffectiveConfig(const v1::Config& base, const TideCalendar& calendar, Time t) {
   v1::Config out = base;
-  for (auto& team : *out.mutable_teams()) {
-    for (const v1::TideRule& rule : team.tide()) {  // the last listed wins.
-      if (!ActiveAt(rule, t)) continue;
+  for (int i = 0; i < out.teams_size(); ++i) {
+    v1::Team& team = *out.mutable_teams(i);
+    for (int k = 0; k < team.tide_size(); ++k) {  // the last listed wins.
+      const v1::TideRule& rule = team.tide(k);
+      if (!ActiveAt(calendar.teams[i][k], t)) continue;
       for (const auto& [name, q] : rule.quota()) {
         v1::ResourceQuota& entry = (*team.mutable_quota())[name];
         if (q.has_guaranteed()) entry.set_guaranteed(q.guaranteed());
@@ -141,9 +129,9 @@ v1::Config EffectiveConfig(const v1::Config& base, Time t) {
   return out;
 }
 
-std::optional<Time> NextTeamTideBoundary(const v1::Team& team, Time after) {
+std::optional<Time> NextTeamTideBoundary(const std::vector<TideWindow>& windows, Time after) {
   std::optional<Time> best;
-  for (const v1::TideRule& rule : team.tide()) {
+  for (const TideWindow& rule : windows) {
     ForEachWindow(rule, after, [&](Time start, Time end) {
       for (Time b : {start, end}) {
         if (b > after && (!best || b < *best)) best = b;
@@ -153,9 +141,9 @@ std::optional<Time> NextTeamTideBoundary(const v1::Team& team, Time after) {
   return best;
 }
 
-std::optional<Time> NextTideBoundary(const v1::Config& base, Time after) {
+std::optional<Time> NextTideBoundary(const TideCalendar& calendar, Time after) {
   std::optional<Time> best;
-  for (const auto& team : base.teams()) {
+  for (const auto& team : calendar.teams) {
     auto b = NextTeamTideBoundary(team, after);
     if (b && (!best || *b < *best)) best = b;
   }

@@ -1,6 +1,9 @@
 // The daily tide (DESIGN.md §5, POLICY.md §6): a team's quota follows a
-// weekly calendar of rules over its base quota. Pure functions of the config
-// and a time; the admission code decides what a change does to jobs.
+// weekly calendar of rules over its base quota. ResolveTide turns a config's
+// rules into a TideCalendar once, when the config is compiled: clocks parsed
+// and time zones resolved (the one place zoneinfo is read). Everything else
+// here is a pure function of the calendar and a time; the admission code
+// decides what a change does to jobs.
 //
 // A rule {days, from, to, timezone, quota} is active on each listed local
 // weekday from `from` (inclusive) to `to` (exclusive). `to` may be "24:00";
@@ -12,31 +15,49 @@
 
 #include <optional>
 #include <string>
+#include <vector>
 
-#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
 #include "broker/core/types.h"
 #include "tidegate/v1/config.pb.h"
 
 namespace tidegate::core {
 
-// Checks every rule: days given, from/to as "HH:MM" (to may be "24:00"),
-// from != to, a known IANA timezone, non-negative quota fields. The error
-// names team, rule index, field and value.
-absl::Status ValidateTide(const v1::Config& config);
+// One tide rule ready to evaluate: its weekdays, its window in minutes after
+// local midnight (`to` at or before `from`: past midnight) and its zone.
+struct TideWindow {
+  std::vector<int> days;  // v1::Weekday numbering: mon = 1 .. sun = 7.
+  int from_minute = 0;
+  int to_minute = 0;      // up to 24 * 60.
+  absl::TimeZone zone;
+};
+
+// The tide rules of a config, resolved: teams[i] holds the windows of the
+// config's i-th team, in rule order (the quotas stay in the config).
+struct TideCalendar {
+  std::vector<std::vector<TideWindow>> teams;
+};
+
+// Checks every rule and resolves it: days given, from/to as "HH:MM" (to may
+// be "24:00"), from != to, a known IANA timezone (loaded here), non-negative
+// quota fields. INVALID_ARGUMENT naming team, rule index, field and value.
+absl::StatusOr<TideCalendar> ResolveTide(const v1::Config& config);
 
 // Does any team have tide rules?
 bool HasTide(const v1::Config& config);
 
-// `base` with every rule active at `t` applied to its team's quota.
-v1::Config EffectiveConfig(const v1::Config& base, Time t);
+// `base` with every rule active at `t` applied to its team's quota;
+// `calendar` is ResolveTide(base) (or of a config with the same rules).
+v1::Config EffectiveConfig(const v1::Config& base, const TideCalendar& calendar, Time t);
 
 // The first instant strictly after `after` at which some rule starts or ends
 // (the effective config may change), or nullopt when no team has rules.
 // Looks at most 8 days ahead, so a weekly calendar always finds one.
-std::optional<Time> NextTideBoundary(const v1::Config& base, Time after);
+std::optional<Time> NextTideBoundary(const TideCalendar& calendar, Time after);
 
-// For one team: the first boundary of its own rules strictly after `after`.
-std::optional<Time> NextTeamTideBoundary(const v1::Team& team, Time after);
+// For one team's windows: the first boundary strictly after `after`.
+std::optional<Time> NextTeamTideBoundary(const std::vector<TideWindow>& windows, Time after);
 
 }  // namespace tidegate::core
 

@@ -77,16 +77,17 @@ std::vector<TideCandidate> TideCandidates(const State& s, const CompiledConfig& 
 
 // ---------------------------------------------------------------- schedule
 
-absl::StatusOr<CompiledConfig> Decider::CompileAt(const v1::Config& source, Time t) const {
-  return HasTide(source) ? CompileConfig(EffectiveConfig(source, t)) : CompileConfig(source);
+absl::StatusOr<CompiledConfig> Decider::CompileAt(const v1::Config& source, const TideCalendar& tide, Time t) const {
+  return HasTide(source) ? CompileConfig(EffectiveConfig(source, tide, t), tide) : CompileConfig(source, tide);
 }
 
-std::vector<int> RisingTeams(const v1::Config& source, const CompiledConfig& coming, Time boundary) {
+std::vector<int> RisingTeams(const v1::Config& source, const TideCalendar& tide, const CompiledConfig& coming,
+                             Time boundary) {
   // Only a team's own rule counts: an inner node without an entry of its own
   // rises with its children's sum, but that is the child's rise, not its own.
-  const v1::Config before_src = EffectiveConfig(source, boundary - 1);
-  const v1::Config at_src = EffectiveConfig(source, boundary);
-  auto before = CompileConfig(before_src);
+  const v1::Config before_src = EffectiveConfig(source, tide, boundary - 1);
+  const v1::Config at_src = EffectiveConfig(source, tide, boundary);
+  auto before = CompileConfig(before_src, tide);
   if (!before.ok()) return {};
   std::vector<int> rising;
   for (int i = 0; i < at_src.teams_size() && i < before_src.teams_size(); ++i) {
@@ -123,12 +124,13 @@ void ResetTide(State& s) {
   tide.next_lead.reset();
   tide.guard_usage_stamp = 0;
   if (!tide.enabled) return;
-  tide.next_apply = NextTideBoundary(s.source(), tide.apply_cursor);
-  tide.next_lead = NextTideBoundary(s.source(), tide.lead_cursor);
+  const TideCalendar& calendar = s.config().tide;
+  tide.next_apply = NextTideBoundary(calendar, tide.apply_cursor);
+  tide.next_lead = NextTideBoundary(calendar, tide.lead_cursor);
   // Guards for boundaries whose lead ran but which are not in force yet.
-  for (auto b = tide.next_apply; b && *b <= tide.lead_cursor; b = NextTideBoundary(s.source(), *b)) {
-    auto coming = CompileConfig(EffectiveConfig(s.source(), *b));
-    if (coming.ok() && !RisingTeams(s.source(), *coming, *b).empty()) {
+  for (auto b = tide.next_apply; b && *b <= tide.lead_cursor; b = NextTideBoundary(calendar, *b)) {
+    auto coming = CompileConfig(EffectiveConfig(s.source(), calendar, *b), calendar);
+    if (coming.ok() && !RisingTeams(s.source(), calendar, *coming, *b).empty()) {
       tide.guards.push_back({*b, *std::move(coming)});
     }
   }
@@ -153,8 +155,9 @@ bool Decider::RunTide(Time t) {
   while (tide.next_lead && *tide.next_lead - lead_ms <= t) {
     const Time boundary = *tide.next_lead;
     tide.lead_cursor = boundary;
-    tide.next_lead = NextTideBoundary(s_.source(), boundary);
-    auto coming = CompileConfig(EffectiveConfig(s_.source(), boundary));
+    const TideCalendar& calendar = s_.config().tide;
+    tide.next_lead = NextTideBoundary(calendar, boundary);
+    auto coming = CompileConfig(EffectiveConfig(s_.source(), calendar, boundary), calendar);
     if (!coming.ok()) {
       Error("", absl::StrCat("tide: the quota coming at ", boundary, " ms is invalid: ",
                              std::string(coming.status().message())));
@@ -162,7 +165,7 @@ bool Decider::RunTide(Time t) {
     }
     // Only a rise is prepared for: a fall gives capacity away at the
     // boundary (the queue first, then growth), with nothing to guard before.
-    const std::vector<int> rising = RisingTeams(s_.source(), *coming, boundary);
+    const std::vector<int> rising = RisingTeams(s_.source(), calendar, *coming, boundary);
     if (rising.empty()) continue;
     TideReclaim(*coming, rising);
     tide.guards.push_back({boundary, *std::move(coming)});
@@ -176,7 +179,7 @@ bool Decider::RunTide(Time t) {
     // Reconfigure recompiles the quota in force now and resets the schedule.
     const Time saved = s_.now();
     s_.set_now(boundary);
-    Reconfigure(s_.source());
+    Reconfigure(s_.source(), /*same_tide_rules=*/true);
     s_.set_now(saved);
     ResetTide(s_);
     ran = true;

@@ -24,7 +24,9 @@ void ResetTide(State& s);
 // (g - lend_limit) at `boundary`, as node indices of `coming` (the quota in
 // force from the boundary). An ancestor that rises only through a child's
 // sum is not one of them. Lead reclaim and the guard are for these rises.
-std::vector<int> RisingTeams(const v1::Config& source, const CompiledConfig& coming, Time boundary);
+// `tide` is the calendar of `source`.
+std::vector<int> RisingTeams(const v1::Config& source, const TideCalendar& tide, const CompiledConfig& coming,
+                             Time boundary);
 
 }  // namespace tidegate::core
 

@@ -5,6 +5,7 @@
 #include "absl/time/time.h"
 #include "api/yaml_loader.h"
 #include "broker/core/broker.h"
+#include "broker/core/config.h"
 #include "google/protobuf/util/message_differencer.h"
 
 namespace tidegate::core {
@@ -40,6 +41,13 @@ teams:
     quota: {gpu: {guaranteed: 4}}
 )";
 
+// The config's rules resolved, as CompileConfig resolves them.
+TideCalendar Calendar(const v1::Config& c) {
+  absl::StatusOr<TideCalendar> tide = ResolveTide(c);
+  EXPECT_TRUE(tide.ok()) << tide.status();
+  return tide.ok() ? *std::move(tide) : TideCalendar{};
+}
+
 int64_t Guarantee(const v1::Config& c, const std::string& team) {
   for (const auto& t : c.teams()) {
     if (t.name() == team) return t.quota().at("gpu").guaranteed();
@@ -49,22 +57,22 @@ int64_t Guarantee(const v1::Config& c, const std::string& team) {
 
 TEST(TideTest, RuleOverridesBaseFieldByFieldInsideItsWindow) {
   const v1::Config base = Parse(kServing);
-  const v1::Config day = EffectiveConfig(base, At("2026-01-05T08:00:00Z"));
+  const v1::Config day = EffectiveConfig(base, Calendar(base), At("2026-01-05T08:00:00Z"));
   EXPECT_EQ(Guarantee(day, "serving"), 12);
   EXPECT_EQ(day.teams(0).quota().at("gpu").lend_limit(), 0);
   EXPECT_EQ(day.teams(0).quota().at("gpu").borrow_limit(), 2);  // kept from the base.
-  EXPECT_EQ(Guarantee(EffectiveConfig(base, At("2026-01-05T07:59:59Z")), "serving"), 4);
-  EXPECT_EQ(Guarantee(EffectiveConfig(base, At("2026-01-05T20:00:00Z")), "serving"), 4);  // `to` is exclusive.
-  EXPECT_EQ(Guarantee(EffectiveConfig(base, At("2026-01-10T12:00:00Z")), "serving"), 4);  // Saturday.
+  EXPECT_EQ(Guarantee(EffectiveConfig(base, Calendar(base), At("2026-01-05T07:59:59Z")), "serving"), 4);
+  EXPECT_EQ(Guarantee(EffectiveConfig(base, Calendar(base), At("2026-01-05T20:00:00Z")), "serving"), 4);  // `to` is exclusive.
+  EXPECT_EQ(Guarantee(EffectiveConfig(base, Calendar(base), At("2026-01-10T12:00:00Z")), "serving"), 4);  // Saturday.
 }
 
 TEST(TideTest, NextBoundaryWalksTheWeek) {
   const v1::Config base = Parse(kServing);
-  EXPECT_EQ(NextTideBoundary(base, At("2026-01-05T00:00:00Z")), At("2026-01-05T08:00:00Z"));
-  EXPECT_EQ(NextTideBoundary(base, At("2026-01-05T08:00:00Z")), At("2026-01-05T20:00:00Z"));
+  EXPECT_EQ(NextTideBoundary(Calendar(base), At("2026-01-05T00:00:00Z")), At("2026-01-05T08:00:00Z"));
+  EXPECT_EQ(NextTideBoundary(Calendar(base), At("2026-01-05T08:00:00Z")), At("2026-01-05T20:00:00Z"));
   // Friday evening: the next change is Monday morning.
-  EXPECT_EQ(NextTideBoundary(base, At("2026-01-09T20:00:00Z")), At("2026-01-12T08:00:00Z"));
-  EXPECT_FALSE(NextTideBoundary(Parse("clusters: [{name: a, capacity: {gpu: 1}}]\nteams: [{name: t}]\n"), 0));
+  EXPECT_EQ(NextTideBoundary(Calendar(base), At("2026-01-09T20:00:00Z")), At("2026-01-12T08:00:00Z"));
+  EXPECT_FALSE(NextTideBoundary(Calendar(Parse("clusters: [{name: a, capacity: {gpu: 1}}]\nteams: [{name: t}]\n")), 0));
 }
 
 TEST(TideTest, WindowPastMidnightAndUntil2400) {
@@ -74,18 +82,18 @@ TEST(TideTest, WindowPastMidnightAndUntil2400) {
   night->set_from("22:00");
   night->set_to("06:00");  // into Saturday.
   (*night->mutable_quota())["gpu"].set_guaranteed(10);
-  EXPECT_EQ(Guarantee(EffectiveConfig(base, At("2026-01-10T05:59:00Z")), "training"), 10);
-  EXPECT_EQ(Guarantee(EffectiveConfig(base, At("2026-01-10T06:00:00Z")), "training"), 4);
+  EXPECT_EQ(Guarantee(EffectiveConfig(base, Calendar(base), At("2026-01-10T05:59:00Z")), "training"), 10);
+  EXPECT_EQ(Guarantee(EffectiveConfig(base, Calendar(base), At("2026-01-10T06:00:00Z")), "training"), 4);
   night->set_to("24:00");
-  EXPECT_TRUE(ValidateTide(base).ok());
-  EXPECT_EQ(Guarantee(EffectiveConfig(base, At("2026-01-09T23:59:00Z")), "training"), 10);
-  EXPECT_EQ(NextTeamTideBoundary(base.teams(1), At("2026-01-09T22:00:00Z")), At("2026-01-10T00:00:00Z"));
+  EXPECT_TRUE(ResolveTide(base).ok());
+  EXPECT_EQ(Guarantee(EffectiveConfig(base, Calendar(base), At("2026-01-09T23:59:00Z")), "training"), 10);
+  EXPECT_EQ(NextTeamTideBoundary(Calendar(base).teams[1], At("2026-01-09T22:00:00Z")), At("2026-01-10T00:00:00Z"));
 }
 
 TEST(TideTest, TimeZoneShiftsTheWindow) {
   v1::Config base = Parse(kServing);
   base.mutable_teams(0)->mutable_tide(0)->set_timezone("Europe/Paris");  // UTC+1 in January.
-  EXPECT_EQ(NextTideBoundary(base, At("2026-01-05T00:00:00Z")), At("2026-01-05T07:00:00Z"));
+  EXPECT_EQ(NextTideBoundary(Calendar(base), At("2026-01-05T00:00:00Z")), At("2026-01-05T07:00:00Z"));
 }
 
 TEST(TideTest, BadRulesNameTeamRuleFieldAndValue) {
@@ -104,10 +112,26 @@ TEST(TideTest, BadRulesNameTeamRuleFieldAndValue) {
   for (const Case& c : cases) {
     v1::Config base = Parse(kServing);
     c.mutate(base.mutable_teams(0)->mutable_tide(0));
-    const absl::Status st = ValidateTide(base);
+    const absl::Status st = ResolveTide(base).status();
     EXPECT_EQ(st.code(), absl::StatusCode::kInvalidArgument) << c.want;
     EXPECT_NE(std::string(st.message()).find(c.want), std::string::npos) << st;
   }
+}
+
+// Zones are resolved once, when the config is compiled: the compiled config
+// carries them, so the schedule reads no zoneinfo afterwards.
+TEST(TideTest, ACompiledConfigCarriesItsResolvedTimeZones) {
+  v1::Config base = Parse(kServing);
+  base.mutable_teams(0)->mutable_tide(0)->set_timezone("Europe/Berlin");
+  const absl::StatusOr<CompiledConfig> compiled = CompileConfig(base);
+  ASSERT_TRUE(compiled.ok()) << compiled.status();
+  ASSERT_EQ(compiled->tide.teams.size(), 2u);
+  ASSERT_EQ(compiled->tide.teams[0].size(), 1u);
+  EXPECT_EQ(compiled->tide.teams[0][0].zone.name(), "Europe/Berlin");
+  EXPECT_EQ(compiled->tide.teams[0][0].from_minute, 8 * 60);
+  EXPECT_TRUE(compiled->tide.teams[1].empty());
+  // 08:00 in Berlin is 07:00 UTC in winter.
+  EXPECT_EQ(NextTideBoundary(compiled->tide, At("2026-01-05T00:00:00Z")), At("2026-01-05T07:00:00Z"));
 }
 
 // A job the guard holds back (it fits now, not under the coming quota) failed
