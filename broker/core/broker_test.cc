@@ -9,6 +9,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "broker/core/test_support.h"
 #include "gmock/gmock.h"
 #include "google/protobuf/text_format.h"
 #include "gtest/gtest.h"
@@ -24,54 +25,12 @@ using ::testing::UnorderedElementsAre;
 constexpr Time kSec = kMillisPerSecond;
 constexpr Time kT0 = 1'000'000 * kSec;
 
-v1::Config Parse(const std::string& text) {
-  v1::Config c;
-  EXPECT_TRUE(google::protobuf::TextFormat::ParseFromString(text, &c)) << text;
-  return c;
-}
+using Spec = test_support::JobSpecBuilder;
+using test_support::FinishCommand;
+using test_support::TickCommand;
 
-std::unique_ptr<Broker> Make(const std::string& text, Time now = kT0) {
-  auto b = Broker::Create(Parse(text), now);
-  EXPECT_TRUE(b.ok()) << b.status();
-  return b.ok() ? *std::move(b) : nullptr;
-}
+std::unique_ptr<Broker> Make(const std::string& text, Time now = kT0) { return test_support::MakeBroker(text, now); }
 
-// A fluent JobSpec builder: Spec("a1").Team("a").Gpus(2).
-class Spec {
- public:
-  explicit Spec(std::string id) { spec_.set_job(std::move(id)); }
-  Spec& Team(const std::string& t) { spec_.set_team(t); return *this; }
-  Spec& Cluster(const std::string& c) { spec_.set_cluster(c); return *this; }
-  Spec& Gpus(int64_t n) { return Per("gpu", n); }
-  Spec& Per(const std::string& r, int64_t n) { (*spec_.mutable_per_replica())[r] = n; return *this; }
-  Spec& Replicas(int64_t n) { spec_.set_replicas(n); return *this; }
-  Spec& Priority(int32_t p) { spec_.set_priority(p); return *this; }
-  Spec& Grace(int64_t s) { spec_.set_grace_s(s); return *this; }
-  Spec& Elastic(int64_t lo, int64_t hi) {
-    spec_.mutable_elastic()->set_min(lo);
-    spec_.mutable_elastic()->set_max(hi);
-    return *this;
-  }
-  v1::Command Submit() const {
-    v1::Command c;
-    *c.mutable_submit() = spec_;
-    return c;
-  }
-
- private:
-  v1::JobSpec spec_;
-};
-
-v1::Command Finish(const std::string& id) {
-  v1::Command c;
-  c.set_finish(id);
-  return c;
-}
-v1::Command Tick() {
-  v1::Command c;
-  c.mutable_tick();
-  return c;
-}
 v1::Command SetQuota(const std::string& text) {
   v1::Command c;
   EXPECT_TRUE(google::protobuf::TextFormat::ParseFromString(text, c.mutable_set_quota())) << text;
@@ -160,7 +119,9 @@ TEST_P(BadSubmitTest, IsRejectedWithAReasonAndChangesNothing) {
   EXPECT_EQ(events[0].type, EventType::kReject);
   EXPECT_THAT(events[0].reason, HasSubstr(GetParam().reason));
   // Known only as rejected: nothing was queued or holds capacity.
-  if (auto bad = b->GetJob("bad")) EXPECT_EQ(bad->state, v1::JOB_STATE_REJECTED);
+  if (auto bad = b->GetJob("bad")) {
+    EXPECT_EQ(bad->state, v1::JOB_STATE_REJECTED);
+  }
   EXPECT_EQ(b->JobCount(), 1u);
   EXPECT_EQ(Used(*b, "a"), 2);
   EXPECT_EQ(b->ClusterUsed("k1", "gpu"), 2);
@@ -201,7 +162,7 @@ TEST(BrokerTest, ClusterIsRequiredWhenThereAreSeveral) {
 
 TEST(BrokerTest, FinishOfAnUnknownJobIsAnError) {
   auto b = Make(kConfig);
-  EXPECT_THAT(Lines(b->Apply(Finish("ghost"), kT0)), ElementsAre("error ghost (finish: unknown job 'ghost')"));
+  EXPECT_THAT(Lines(b->Apply(FinishCommand("ghost"), kT0)), ElementsAre("error ghost (finish: unknown job 'ghost')"));
 }
 
 TEST(BrokerTest, EmptyCommandIsAnError) {
@@ -288,7 +249,7 @@ TEST(BrokerTest, FinishingAJobFreesItsCapacityForTheQueue) {
   EXPECT_THAT(Lines(b->Apply(Spec("a2").Team("a").Gpus(1).Submit(), kT0 + kSec)),
               ElementsAre("queue a2 a (capacity k1 gpu: the job needs 1; k1 has 0 of 8 free; it waits for jobs there "
                           "to end)"));
-  EXPECT_THAT(Lines(b->Apply(Finish("a1"), kT0 + 2 * kSec)),
+  EXPECT_THAT(Lines(b->Apply(FinishCommand("a1"), kT0 + 2 * kSec)),
               ElementsAre("end a1 a", "admit a2 a borrowed=gpu:0"));
   EXPECT_EQ(b->GetJob("a1")->state, v1::JOB_STATE_ENDED);  // known for the retention window.
   EXPECT_EQ(Used(*b, "a"), 1);
@@ -320,11 +281,11 @@ TEST(BrokerTest, ReclaimDrainsTheLeastLostWorkBorrowersForTheGracePeriod) {
   EXPECT_EQ(*b->NextDeadline(), t + 30 * kSec);
 
   // Nothing happens before the deadline.
-  EXPECT_THAT(b->Apply(Tick(), t + 29 * kSec), IsEmpty());
+  EXPECT_THAT(b->Apply(TickCommand(), t + 29 * kSec), IsEmpty());
   EXPECT_EQ(b->GetJob("b7")->state, v1::JOB_STATE_DRAINING);
 
   // Both leave at t + 30 s (in either order), then a1 is admitted at once.
-  const std::vector<std::string> at_deadline = Lines(b->Apply(Tick(), t + 30 * kSec));
+  const std::vector<std::string> at_deadline = Lines(b->Apply(TickCommand(), t + 30 * kSec));
   ASSERT_EQ(at_deadline.size(), 3u) << absl::StrJoin(at_deadline, "\n");
   EXPECT_THAT(std::vector<std::string>(at_deadline.begin(), at_deadline.begin() + 2),
               UnorderedElementsAre("queue b8 b (requeued)", "queue b7 b (requeued)"));
@@ -342,11 +303,11 @@ TEST(BrokerTest, AVictimThatFinishesEarlyLetsTheOwnerInAtOnce) {
   const Time t = kT0 + 100 * kSec;
   b->Apply(Spec("a1").Team("a").Gpus(1).Submit(), t);
   EXPECT_EQ(b->GetJob("b8")->state, v1::JOB_STATE_DRAINING);
-  EXPECT_THAT(Lines(b->Apply(Finish("b8"), t + 3 * kSec)), ElementsAre("end b8 b", "admit a1 a borrowed=gpu:0"));
+  EXPECT_THAT(Lines(b->Apply(FinishCommand("b8"), t + 3 * kSec)), ElementsAre("end b8 b", "admit a1 a borrowed=gpu:0"));
   // b8's grace timer may still be reported (NextDeadline may be stale); a
   // tick then does nothing.
   if (b->NextDeadline()) {
-    EXPECT_THAT(b->Apply(Tick(), *b->NextDeadline()), IsEmpty());
+    EXPECT_THAT(b->Apply(TickCommand(), *b->NextDeadline()), IsEmpty());
   }
   EXPECT_FALSE(b->NextDeadline().has_value());
 }
@@ -417,7 +378,7 @@ TEST(BrokerTest, AQueuedJobsReasonFollowsAQuotaChange) {
               ElementsAre(::testing::StartsWith("queue a1 a (exceeds_max: a would use 4 gpu > 3")));
   b->Apply(SetQuota(R"pb(team: "a" quota { key: "gpu" value { guaranteed: 2 } })pb"), kT0 + 2 * kSec);
   EXPECT_THAT(b->GetJob("a1")->reason, ::testing::Not(::testing::StartsWith("exceeds_max")));  // potential(a) is now 8
-  EXPECT_THAT(Lines(b->Apply(Finish("b1"), kT0 + 3 * kSec)), ElementsAre("end b1 b", "admit a1 a borrowed=gpu:2"));
+  EXPECT_THAT(Lines(b->Apply(FinishCommand("b1"), kT0 + 3 * kSec)), ElementsAre("end b1 b", "admit a1 a borrowed=gpu:2"));
 }
 
 TEST(BrokerTest, LoweringAGuaranteeTurnsUseIntoBorrowingWithoutEvictions) {
@@ -463,104 +424,6 @@ TEST(BrokerTest, InnerTeamsReportTheirSubtreeUsage) {
   EXPECT_EQ(b->GetTeam("c")->parent, "org");
   EXPECT_EQ(b->TeamNames(), (std::vector<std::string>{"a", "b", "org", "c"}));
   EXPECT_EQ(b->TotalCapacity("gpu"), 8);
-}
-
-}  // namespace
-}  // namespace tidegate::core
-
-// ---------------------------------------------------------------- elastic and tide
-
-namespace tidegate::core {
-namespace {
-
-// 2026-01-05 00:00 UTC, a Monday.
-constexpr Time kMonday = 1767571200 * kSec;
-
-constexpr char kTide[] = R"pb(
-  clusters { name: "a" capacity { key: "gpu" value: 16 } }
-  teams { name: "serving" quota { key: "gpu" value { guaranteed: 4 } }
-          tide { days: WEEKDAY_MON from: "08:00" to: "20:00" timezone: "UTC"
-                 quota { key: "gpu" value { guaranteed: 12 lend_limit: 0 } } } }
-  teams { name: "training" quota { key: "gpu" value { guaranteed: 4 } } }
-  policy { tide_lead_s: 600 default_grace_s: 60 }
-)pb";
-
-std::vector<std::string> Kinds(const std::vector<Event>& events) {
-  std::vector<std::string> out;
-  for (const Event& e : events) {
-    out.push_back(absl::StrCat(EventTypeName(e.type), " ", e.job, " ", e.from, "->", e.to, " ", e.by, " ", e.reason));
-  }
-  return out;
-}
-
-v1::Command Ack(const std::string& job, int64_t epoch, int64_t replicas) {
-  v1::Command c;
-  c.mutable_ack_resize()->set_job(job);
-  c.mutable_ack_resize()->set_epoch(epoch);
-  c.mutable_ack_resize()->set_replicas(replicas);
-  return c;
-}
-
-TEST(ElasticTest, TideLeadShrinksAndARestoredCoreKeepsTheScheduleAndThePendingShrink) {
-  auto b = Make(kTide, kMonday);
-  b->Apply(Spec("t1").Team("training").Gpus(2).Elastic(2, 6).Submit(), kMonday);
-  ASSERT_EQ(b->GetJob("t1")->replicas, 6);
-  b->Apply(Ack("t1", 1, 6), kMonday);
-  // The next deadline is the tide lead at 07:50.
-  EXPECT_EQ(b->NextDeadline(), kMonday + (8 * 3600 - 600) * kSec);
-  const Time lead = kMonday + (8 * 3600 - 600) * kSec;
-  const auto at_lead = b->Apply(Tick(), lead);
-  EXPECT_THAT(Kinds(at_lead), ElementsAre("resize t1 6->2 tide:serving tide"));
-  const JobView pending = *b->GetJob("t1");
-  EXPECT_EQ(pending.resize_from, 6);  // a shrink holds its capacity until the ack.
-  EXPECT_EQ(pending.resize_to, 2);
-  EXPECT_EQ(pending.epoch, 2);
-
-  // A restored copy behaves the same: same deadline, same answers.
-  auto copy = Broker::Restore(b->Snapshot());
-  ASSERT_TRUE(copy.ok()) << copy.status();
-  EXPECT_EQ((*copy)->NextDeadline(), b->NextDeadline());
-  for (const v1::Command& c : {Ack("t1", 1, 2), Ack("t1", 2, 2), Spec("t2").Team("training").Gpus(2).Submit()}) {
-    EXPECT_EQ(Kinds(b->Apply(c, lead + kSec)), Kinds((*copy)->Apply(c, lead + kSec)));
-  }
-  // The stale ack was an error; the right one shrank t1; t2 would borrow
-  // capacity the coming quota needs, so it waits for the guard.
-  EXPECT_EQ(b->GetJob("t1")->replicas, 2);
-  EXPECT_EQ(b->GetJob("t2")->state, v1::JOB_STATE_QUEUED);
-  EXPECT_THAT(b->GetJob("t2")->reason, HasSubstr("tide"));
-  // At 20:00 the guarantee falls: t2 is admitted first, then t1 grows
-  // into the rest (2 + 12 of 16 GPUs).
-  const auto evening = b->Apply(Tick(), kMonday + 20 * 3600 * kSec);
-  EXPECT_THAT(Kinds(evening), ElementsAre("admit t2 0->0  ", "resize t1 2->6  grow"));
-}
-
-TEST(ElasticTest, StaleOrOutOfRangeAcksChangeNothing) {
-  auto b = Make(kTide, kMonday);
-  b->Apply(Spec("t1").Team("training").Gpus(2).Elastic(2, 6).Submit(), kMonday);
-  for (const v1::Command& bad : {Ack("t1", 7, 6), Ack("t1", 1, 1), Ack("t1", 1, 7), Ack("ghost", 1, 1)}) {
-    const auto events = b->Apply(bad, kMonday);
-    ASSERT_EQ(events.size(), 1u);
-    EXPECT_EQ(events[0].type, EventType::kError);
-  }
-  EXPECT_EQ(b->GetJob("t1")->resize_from, 2);  // still waiting for its ack
-  // A partial grow: the framework could only form 4 replicas.
-  EXPECT_THAT(Kinds(b->Apply(Ack("t1", 1, 4), kMonday)), ElementsAre("resize t1 6->4  ack"));
-  EXPECT_EQ(b->GetJob("t1")->replicas, 4);
-  // It is not asked to grow again at once, only after resize_timeout_s.
-  EXPECT_THAT(Kinds(b->Apply(Tick(), kMonday + 59 * kSec)), IsEmpty());
-  EXPECT_THAT(Kinds(b->Apply(Tick(), kMonday + 60 * kSec)), ElementsAre("resize t1 4->6  grow"));
-}
-
-TEST(ElasticTest, AnAckAtTheDeadlineInstantIsInTime) {
-  // The grow asked at Monday 00:00 is due resize_timeout_s (60 s) later; an
-  // ack that arrives at that very ms completes it, with no `deadline`
-  // record withdrawing it first.
-  auto b = Make(kTide, kMonday);
-  b->Apply(Spec("t1").Team("training").Gpus(2).Elastic(2, 6).Submit(), kMonday);
-  ASSERT_EQ(b->NextDeadline(), kMonday + 60 * kSec);
-  EXPECT_THAT(Kinds(b->Apply(Ack("t1", 1, 6), kMonday + 60 * kSec)), IsEmpty());
-  EXPECT_EQ(b->GetJob("t1")->replicas, 6);
-  EXPECT_EQ(b->GetJob("t1")->resize_from, -1);
 }
 
 }  // namespace
