@@ -37,7 +37,7 @@ struct FsCandidate {
   CandidateKey key;
 };
 
-// Per-team candidate queues and the target ordering of POLICY.md §5.
+// Per-team candidate queues and the target ordering of docs/policy.md §5.
 class Ordering {
  public:
   Ordering(const State& s, int domain, int preemptor_team, std::map<int, std::deque<FsCandidate>> cands)
@@ -104,7 +104,7 @@ class Ordering {
   std::vector<bool> dropped_;
 };
 
-// The candidates of POLICY.md §5 for job J, in §3's order: its own team's
+// The candidates of docs/policy.md §5 for job J, in §3's order: its own team's
 // (when within_team allows), and the running jobs of every other leaf in the
 // sharing domain that borrows a contested resource (when reclaim allows).
 std::vector<FsCandidate> CollectCandidates(const State& s, const Job& J, int domain, ResourceMask contested) {
