@@ -71,8 +71,11 @@ INSERT INTO leader_lease VALUES(1, '', '', 0, '-infinity', '-infinity');
 };
 static_assert(std::size(kMigrations) == kPostgresSchemaVersion);
 
-// Any 64-bit key: serializes migrations of one database.
-constexpr char kMigrationLock[] = "SELECT pg_advisory_xact_lock(7165646567617465)";
+// Any 64-bit key: serializes migrations of one database. A session lock,
+// taken before the transaction begins, so the transaction's catalog snapshot
+// already shows the tables a broker that migrated first created.
+constexpr char kMigrationLock[] = "SELECT pg_advisory_lock(7165646567617465)";
+constexpr char kMigrationUnlock[] = "SELECT pg_advisory_unlock(7165646567617465)";
 
 absl::Status NewerThanBinary(const std::string& name, int64_t version) {
   return absl::FailedPreconditionError(absl::StrCat(
@@ -96,8 +99,8 @@ absl::StatusOr<int64_t> ReadPostgresSchemaVersion(PgConnection& db) {
 }
 
 absl::Status MigratePostgresSchema(PgConnection& db) {
-  return db.InTransaction([&]() -> absl::Status {
-    if (absl::StatusOr<PgRows> lock = db.Exec(kMigrationLock); !lock.ok()) return lock.status();
+  if (absl::StatusOr<PgRows> lock = db.Exec(kMigrationLock); !lock.ok()) return lock.status();
+  absl::Status migrated = db.InTransaction([&]() -> absl::Status {
     absl::StatusOr<int64_t> version = ReadPostgresSchemaVersion(db);
     if (!version.ok()) return version.status();
     if (*version > kPostgresSchemaVersion) return NewerThanBinary(db.name(), *version);
@@ -115,6 +118,8 @@ absl::Status MigratePostgresSchema(PgConnection& db) {
               PgParams().Int(kPostgresSchemaVersion))
         .status();
   });
+  db.Exec(kMigrationUnlock).IgnoreError();  // a lost connection drops it anyway
+  return migrated;
 }
 
 absl::Status CheckPostgresSchemaForReading(PgConnection& db) {

@@ -15,7 +15,7 @@ namespace tidegate::ledger {
 absl::StatusOr<int64_t> ReadPostgresSchemaVersion(PgConnection& db);
 
 // Brings the database to kPostgresSchemaVersion in one transaction, under a
-// transaction-level advisory lock so brokers starting together migrate once.
+// session advisory lock so brokers starting together migrate once.
 // FAILED_PRECONDITION naming both versions when the database is newer.
 absl::Status MigratePostgresSchema(PgConnection& db);
 
