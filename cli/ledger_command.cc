@@ -40,7 +40,10 @@ int RunVerify(const VerifyOptions& o, const Io& io) {
   }
   ledger::SqliteOptions options;
   options.read_only = true;
-  auto store = ledger::OpenLedgerStore(o.db, options);
+  ledger::PostgresOptions snapshot;  // PostgreSQL: one consistent view while a leader writes
+  snapshot.read_only = true;
+  snapshot.single_snapshot = true;
+  auto store = postgres ? ledger::OpenPostgresStore(o.db, snapshot) : ledger::OpenSqliteStore(o.db, options);
   if (!store.ok()) {
     *io.err << "tidegate: ledger verify: " << store.status().message() << "\n";
     return absl::IsUnavailable(store.status()) ? kExitUnavailable : kExitBadInput;

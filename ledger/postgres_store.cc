@@ -249,6 +249,9 @@ absl::StatusOr<std::unique_ptr<Store>> OpenPostgresStore(const std::string& conn
   absl::StatusOr<std::unique_ptr<PgConnection>> db = PgConnection::Open(conninfo, SessionSql(options));
   if (!db.ok()) return db.status();
   if (options.read_only) {
+    if (options.single_snapshot) {
+      TIDEGATE_RETURN_IF_ERROR((*db)->ExecScript("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY"));
+    }
     TIDEGATE_RETURN_IF_ERROR(CheckPostgresSchemaForReading(**db));
   } else {
     absl::StatusOr<int64_t> version = ReadPostgresSchemaVersion(**db);

@@ -42,6 +42,10 @@ inline constexpr int64_t kPostgresSchemaVersion = 1;
 
 struct PostgresOptions {
   bool read_only = false;
+  // Readers: every read sees one snapshot of the database, taken when the
+  // store opens (one REPEATABLE READ transaction), so a check such as
+  // `tidegate ledger verify` is consistent while a leader keeps writing.
+  bool single_snapshot = false;
   // false: FAILED_PRECONDITION when the database holds no ledger tables,
   // rather than creating them (tidegated --init creates them).
   bool create = true;

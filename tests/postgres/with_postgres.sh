@@ -46,6 +46,7 @@ export TIDEGATE_PG="host=$dir port=$port user=postgres dbname=postgres"
 export TIDEGATE_PG_DATA="$dir/data"
 export TIDEGATE_PG_CTL="$PGBIN/pg_ctl"
 export TIDEGATE_PG_DIR="$dir"
+export TIDEGATE_PG_PORT="$port"
 "$@"
 status=$?
 if [ $status -ne 0 ] && [ -f "$dir/log" ]; then
