@@ -207,6 +207,37 @@ TEST_F(FailoverTest, TheLeaderKilledAtRandomMomentsLosesNothingAcknowledged) {
               kLeaseMs, failover_ms.size(), failover_ms[failover_ms.size() / 2], failover_ms.back());
 }
 
+TEST_F(FailoverTest, ClientsGivenEveryBrokerFindTheLeader) {
+  const std::string all = addresses_[0] + "," + addresses_[1] + "," + addresses_[2];
+  Broker* leader = Leader();
+  ASSERT_NE(leader, nullptr);
+  // The CLI: a standby alone refuses, naming the leader; the list works.
+  Broker* standby = nullptr;
+  for (auto& b : brokers_) {
+    if (b.get() != leader) standby = b.get();
+  }
+  std::string out;
+  EXPECT_EQ(RunCommand(ServerProcess::BinDir() + "/tidegate --server " + standby->address() + " jobs", &out), 5);
+  EXPECT_THAT(out, HasSubstr("the leader is at " + leader->address()));
+  out.clear();
+  EXPECT_EQ(RunCommand(ServerProcess::BinDir() + "/tidegate --server " + all + " jobs -o json", &out), 0) << out;
+  // The Python client's choice (deploy/examples/elastic/trainer.py).
+  const char* source = std::getenv("TIDEGATE_SOURCE_DIR");
+  ASSERT_NE(source, nullptr);
+  out.clear();
+  const std::string python =
+      std::string("python3 -c \"import sys, argparse, grpc; sys.path.insert(0, '") + source +
+      "/deploy/examples/elastic'); import trainer; print(trainer.find_leader(grpc, argparse.Namespace(server='" +
+      all + "', token=None, token_file=None, tls=False, ca=None, cert=None, key=None)))\"";
+  EXPECT_EQ(RunCommand(python, &out), 0) << out;
+  EXPECT_THAT(out, HasSubstr(leader->address())) << out;
+  // After the leader is gone, the list finds the next one (within --timeout).
+  leader->Kill();
+  out.clear();
+  EXPECT_EQ(RunCommand(ServerProcess::BinDir() + "/tidegate --timeout 10s --server " + all + " jobs", &out), 0) << out;
+  leader->Start();
+}
+
 TEST_F(FailoverTest, APausedLeaderCommitsNothingAfterItsLeaseAndStepsDown) {
   Clients clients(addresses_, 4, kCapacity);
   Broker* leader = Leader();
