@@ -26,7 +26,7 @@ LISTEN           := 127.0.0.1:50051
 PACKAGES := build-essential cmake ninja-build pkg-config \
             protobuf-compiler libprotobuf-dev libgrpc++-dev protobuf-compiler-grpc \
             libabsl-dev libyaml-cpp-dev libcli11-dev libspdlog-dev \
-            libsqlite3-dev sqlite3 libgtest-dev libgmock-dev libbenchmark-dev \
+            libsqlite3-dev sqlite3 libpq-dev postgresql-15 libgtest-dev libgmock-dev libbenchmark-dev \
             nlohmann-json3-dev python3 python3-statsmodels python3-grpcio python3-protobuf slurm-wlm munge \
             tzdata openssl libssl-dev
 

@@ -14,6 +14,7 @@
 #include "adapters/agent/agent.h"
 #include "adapters/slurm/slurm_driver.h"
 #include "cli/auth_channel.h"
+#include "cli/leader_channel.h"
 #include "spdlog/sinks/stdout_color_sinks.h"
 #include "spdlog/spdlog.h"
 
@@ -31,7 +32,9 @@ int main(int argc, char** argv) {
   tidegate::cli::AddChannelSecurityOptions(app, &security);
   app.add_option("--kind", kind, "cluster kind (slurm)")->check(CLI::IsMember({"slurm"}));
   app.add_option("--cluster", options.cluster, "the cluster's name in the broker's config")->required();
-  app.add_option("--broker", broker, "the broker's address (default $TIDEGATE_SERVER or 127.0.0.1:50051)");
+  app.add_option("--broker,--server", broker,
+                 "the broker's address (default $TIDEGATE_SERVER or 127.0.0.1:50051); several (a,b,c): the one\n"
+                 "that leads, followed when it changes (docs/ha.md)");
   app.add_option("--poll-ms", options.poll_ms, "milliseconds between observations (default 1000)")
       ->check(CLI::Range(50, 600000));
   app.add_option("--partition", slurm.partitions, "only jobs and nodes of these partitions (repeatable)");
@@ -67,6 +70,15 @@ int main(int argc, char** argv) {
 
   SlurmDriver driver(slurm);
   tidegate::cli::ApplySecurityEnvironment(&security);
+  if (tidegate::cli::SplitServers(broker).size() > 1) {
+    const std::string all = broker;
+    options.find_leader = [all, security]() -> std::shared_ptr<grpc::Channel> {
+      auto leader = tidegate::cli::MakeBrokerChannel(tidegate::cli::FindLeader(all, security, std::chrono::seconds(2)),
+                                                     security, grpc::ChannelArguments());
+      return leader.ok() ? *leader : nullptr;
+    };
+    broker = tidegate::cli::FindLeader(all, security, std::chrono::seconds(10));
+  }
   auto made = tidegate::cli::MakeBrokerChannel(broker, security, grpc::ChannelArguments());
   if (!made.ok()) {
     std::cerr << "tidegate-agent: " << made.status().message() << "\n";

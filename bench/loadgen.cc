@@ -31,6 +31,7 @@
 
 #include "CLI/CLI.hpp"
 #include "cli/auth_channel.h"
+#include "cli/leader_channel.h"
 #include "grpcpp/grpcpp.h"
 #include "tidegate/v1/service.grpc.pb.h"
 
@@ -323,7 +324,8 @@ class Attacker {
 int main(int argc, char** argv) {
   Options o;
   CLI::App app{"tidegate-loadgen: gRPC load against tidegated; a no-op baseline, then Admit/Release/GetTeam"};
-  app.add_option("--server", o.server, "tidegated address (loopback)")->capture_default_str();
+  app.add_option("--server", o.server, "tidegated address (loopback); several (a,b,c): the one that leads")
+      ->capture_default_str();
   app.add_option("--clients", o.clients, "concurrent calls in flight")->check(CLI::Range(1, 4096))->capture_default_str();
   app.add_option("--seconds", o.seconds, "length of each phase")->check(CLI::Range(0.5, 600.0))->capture_default_str();
   app.add_option("--teams", o.teams, "leaf teams to admit into")->delimiter(',')->capture_default_str();
@@ -341,6 +343,7 @@ int main(int argc, char** argv) {
     return app.exit(e) == 0 ? 0 : 2;
   }
   tidegate::cli::ApplySecurityEnvironment(&o.security);
+  o.server = tidegate::cli::FindLeader(o.server, o.security, std::chrono::seconds(10));  // cli/leader_channel.h
   if (o.admit_pct + o.release_pct > 100) {
     std::cerr << "tidegate-loadgen: --admit + --release must be <= 100\n";
     return 2;

@@ -3,16 +3,36 @@
 # commit, synchronous=FULL), runs the load generator against it, stops it.
 #   bench/run-loadgen.sh [CLIENTS] [SECONDS] [LOADGEN FLAGS...]
 # e.g. bench/run-loadgen.sh 32 10 --attack-streams 10000 --attack-clients 4
+# LEDGER=postgres runs against a throw-away PostgreSQL (tests/postgres/
+# with_postgres.sh); LEDGER=both runs SQLite, then PostgreSQL, in one go.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 clients=${1:-32}
 seconds=${2:-10}
+ledger=${LEDGER:-sqlite}
+if [ "$ledger" = both ]; then
+  echo "== ledger: SQLite"
+  LEDGER=sqlite "$0" "$@"
+  echo "== ledger: PostgreSQL"
+  LEDGER=postgres exec tests/postgres/with_postgres.sh "$0" "$@"
+fi
+if [ "$ledger" = postgres ] && [ -z "${TIDEGATE_PG:-}" ]; then
+  LEDGER=postgres exec tests/postgres/with_postgres.sh "$0" "$@"
+fi
 dir=$(mktemp -d)
 trap 'kill "$pid" 2>/dev/null || true; wait "$pid" 2>/dev/null || true; rm -rf "$dir"' EXIT
-build/bin/tidegated --config bench/loadgen.yaml --db "$dir/bench.db" --init --listen 127.0.0.1:0 --sync "${SYNC:-full}" >"$dir/out" 2>"$dir/err" &
+if [ "$ledger" = postgres ]; then
+  # Brokers on a shared ledger need a fixed port.
+  db=$TIDEGATE_PG
+  listen=127.0.0.1:$(( 30000 + RANDOM % 20000 ))
+else
+  db=$dir/bench.db
+  listen=127.0.0.1:0
+fi
+build/bin/tidegated --config bench/loadgen.yaml --db "$db" --init --listen "$listen" --sync "${SYNC:-full}" >"$dir/out" 2>"$dir/err" &
 pid=$!
-for _ in $(seq 100); do grep -q "listening on" "$dir/out" && break; sleep 0.1; done
-addr=$(sed -n 's/^tidegated listening on //p' "$dir/out")
+for _ in $(seq 100); do grep -q "listening on [^ ]*$" "$dir/out" && break; sleep 0.1; done
+addr=$(sed -n 's/^tidegated listening on \([^ ]*\)$/\1/p' "$dir/out" | tail -n 1)
 [ -n "$addr" ] || { cat "$dir/err"; exit 1; }
 build/bin/tidegate-loadgen --server "$addr" --clients "$clients" --seconds "$seconds" "${@:3}"
 echo "tidegated RSS: $(ps -o rss= -p "$pid") KiB"

@@ -8,7 +8,16 @@ int main(int argc, char** argv) {
   CLI::App app{"tidegated: the Tidegate GPU quota broker.\n"
                "Exit codes: 0 clean shutdown (SIGTERM/SIGINT), 1 ledger or port unavailable, 2 bad flags or config."};
   app.add_option("--config", options.config_path, "broker config (YAML, tidegate.v1.Config)")->required();
-  app.add_option("--db", options.db_path, "SQLite ledger file (must exist unless --init)")->capture_default_str();
+  app.add_option("--db", options.db_path,
+                 "SQLite ledger file (must exist unless --init), or a PostgreSQL ledger shared by several\n"
+                 "brokers, one of them the leader: postgresql://... or 'host=... dbname=...' (docs/ha.md)")
+      ->capture_default_str();
+  app.add_option("--advertise", options.advertise,
+                 "PostgreSQL ledger: the address standbys send clients to while this broker leads (default --listen)");
+  app.add_option("--lease-ms", options.lease_ms,
+                 "PostgreSQL ledger: the leader's lease; a standby takes over at most this long after the leader stopped")
+      ->check(CLI::Range(int64_t{100}, int64_t{600000}))
+      ->capture_default_str();
   app.add_flag("--init", options.init,
                "create the ledger if --db is missing or empty (without it, tidegated refuses to start\n"
                "rather than replace a lost ledger with a new one); an existing ledger opens as usual");

@@ -12,6 +12,7 @@
 #include "cli/exit_codes.h"
 #include "cli/forecast_command.h"
 #include "cli/jobs_command.h"
+#include "cli/leader_command.h"
 #include "cli/ledger_command.h"
 #include "cli/quota_command.h"
 #include "cli/reserve_command.h"
@@ -40,6 +41,7 @@ int RunTidegate(int argc, const char* const* argv, const Io& io) {
   AddConfigCommand(app, io, client, &exit_code);
   AddElasticCommands(app, io, client, &exit_code);
   AddLedgerCommand(app, io, &exit_code);
+  AddLeaderCommand(app, io, &exit_code);
   // Offline forecasts from CSV files (docs/forecast.md).
   AddForecastCommand(app, io, &exit_code);
   AddReserveCommand(app, io, &exit_code);

@@ -1,4 +1,5 @@
 #include "cli/client.h"
+#include "cli/leader_channel.h"
 
 #include <fcntl.h>
 #include <poll.h>
@@ -132,6 +133,8 @@ absl::StatusOr<std::unique_ptr<Client>> Client::Create(const ClientOptions& opti
   std::string server = ResolveServer(options.server, std::getenv(kServerEnv));
   ChannelSecurity security = options.security;
   ApplySecurityEnvironment(&security);
+  // Several brokers (a,b,c): the one that leads (cli/leader_channel.h).
+  server = FindLeader(server, security, std::chrono::seconds(*timeout_s));
   auto channel = MakeBrokerChannel(server, security, ChannelArgs());
   if (!channel.ok()) return channel.status();
   return std::unique_ptr<Client>(new Client(std::move(server), std::chrono::seconds(*timeout_s), *std::move(channel)));

@@ -19,6 +19,9 @@
 #include "forecast/csv_series.h"
 #include "ledger/acked_seq.h"
 #include "ledger/ledger_lock.h"
+#include "ledger/postgres_conn.h"
+#include "ledger/postgres_lease.h"
+#include "ledger/postgres_store.h"
 #include "nlohmann/json.hpp"
 
 namespace tidegate::cli {
@@ -30,38 +33,59 @@ struct VerifyOptions {
 };
 
 int RunVerify(const VerifyOptions& o, const Io& io) {
-  if (!std::filesystem::exists(o.db)) {
+  const bool postgres = ledger::IsPostgresLedger(o.db);
+  if (!postgres && !std::filesystem::exists(o.db)) {
     *io.err << "tidegate: ledger verify: --db " << o.db << ": no such file\n";
     return kExitBadInput;
   }
   ledger::SqliteOptions options;
   options.read_only = true;
-  auto store = ledger::OpenSqliteStore(o.db, options);
+  ledger::PostgresOptions snapshot;  // PostgreSQL: one consistent view while a leader writes
+  snapshot.read_only = true;
+  snapshot.single_snapshot = true;
+  auto store = postgres ? ledger::OpenPostgresStore(o.db, snapshot) : ledger::OpenSqliteStore(o.db, options);
   if (!store.ok()) {
     *io.err << "tidegate: ledger verify: " << store.status().message() << "\n";
-    return kExitBadInput;
+    return absl::IsUnavailable(store.status()) ? kExitUnavailable : kExitBadInput;
   }
   auto report = service::VerifyLedger(**store);
   if (!report.ok()) {
     *io.err << "tidegate: ledger verify: " << report.status().message() << "\n";
     return kExitBadInput;
   }
+  // Brokers sharing a PostgreSQL ledger: a deposed leader's commit after
+  // a newer leader's would show as an epoch going back (postgres_store.h).
+  if (postgres) {
+    auto epochs = ledger::ReadJournalEpochs(o.db);
+    if (!epochs.ok()) {
+      *io.err << "tidegate: ledger verify: " << epochs.status().message() << "\n";
+      return kExitUnavailable;
+    }
+    for (size_t i = 1; i < epochs->size(); ++i) {
+      if ((*epochs)[i].second < (*epochs)[i - 1].second) {
+        report->problems.push_back(absl::StrCat("journal seq ", (*epochs)[i].first, " was written under lease epoch ",
+                                                (*epochs)[i].second, ", after seq ", (*epochs)[i - 1].first,
+                                                " under epoch ", (*epochs)[i - 1].second,
+                                                ": a deposed leader committed"));
+      }
+    }
+  }
   // Commits the journal lost with its WAL leave no trace inside the file.
-  auto acked = ledger::ReadAckedSeq(o.db);
+  auto acked = postgres ? absl::StatusOr<std::optional<int64_t>>(std::nullopt) : ledger::ReadAckedSeq(o.db);
   auto last = (*store)->LastSeq();
   if (acked.ok() && acked->has_value() && last.ok() && **acked > *last) {
     report->problems.push_back(ledger::JournalBehindRecord(o.db, *last, **acked));
   }
   if (o.output == "json") {
     nlohmann::json j;
-    j["db"] = o.db;
+    j["db"] = ledger::RedactConninfo(o.db);
     j["entries"] = report->entries;
     j["jobs"] = report->jobs;
     j["ok"] = report->problems.empty();
     j["problems"] = report->problems;
     *io.out << j.dump() << "\n";
   } else {
-    *io.out << "ledger " << o.db << ": replayed " << report->entries << " journal entries, " << report->jobs
+    *io.out << "ledger " << ledger::RedactConninfo(o.db) << ": replayed " << report->entries << " journal entries, " << report->jobs
             << " live jobs\n";
     for (const auto& p : report->problems) *io.out << "  difference: " << p << "\n";
     *io.out << (report->problems.empty() ? "ok: the replay matches the stored state\n"
@@ -206,6 +230,15 @@ absl::StatusOr<ParsedUsage> ParseUsageCsv(const std::string& text, const ImportO
   return out;
 }
 
+// Releases the lease an import of a PostgreSQL ledger took.
+struct ImportLease {
+  std::unique_ptr<ledger::PgLease> lease;
+  int64_t epoch = 0;
+  ~ImportLease() {
+    if (lease) lease->Release(epoch).IgnoreError();
+  }
+};
+
 int RunImportUsage(const ImportOptions& o, const Io& io) {
   std::ostream& err = *io.err;
   const std::string prefix = "tidegate: ledger import-usage: ";
@@ -221,27 +254,68 @@ int RunImportUsage(const ImportOptions& o, const Io& io) {
     err << prefix << parsed.status().message() << "\n";
     return kExitBadInput;
   }
-  // The broker's lock (ledger/ledger_lock.h), so an import and a broker never
-  // write the same ledger. Declared before the store: released after it.
-  auto lock = ledger::LedgerLock::Acquire(o.db, o.create);
-  if (absl::IsUnavailable(lock.status())) {
-    err << prefix << lock.status().message() << "; stop the broker, import, then start it again\n";
-    return kExitConflict;
-  }
-  if (!lock.ok()) {
-    err << prefix << lock.status().message();
-    if (absl::IsNotFound(lock.status())) err << "; pass --create to make a new ledger file";
-    err << "\n";
-    return kExitBadInput;
-  }
-  // A missing ledger is an error unless asked for: quietly creating one
-  // where a broker's ledger was lost would hide the loss.
-  ledger::SqliteOptions sqlite;
-  sqlite.create = o.create;
-  auto store = ledger::OpenSqliteStore(o.db, sqlite);
-  if (!store.ok()) {
-    err << prefix << store.status().message() << "\n";
-    return kExitBadInput;
+  std::optional<ledger::LedgerLock> held_lock;
+  ImportLease held_lease;
+  absl::StatusOr<std::unique_ptr<ledger::Store>> store = absl::UnknownError("not opened");
+  if (ledger::IsPostgresLedger(o.db)) {
+    // Brokers sharing a PostgreSQL ledger: the import takes the leader lease
+    // for itself, so no broker leads (and writes) while it runs, and its one
+    // commit is fenced like a leader's (ledger/postgres_store.h).
+    ledger::PostgresOptions setup;
+    setup.create = o.create;
+    if (auto migrated = ledger::OpenPostgresStore(o.db, setup); !migrated.ok()) {
+      err << prefix << migrated.status().message();
+      if (absl::IsFailedPrecondition(migrated.status())) err << " (pass --create to make the tables)";
+      err << "\n";
+      return absl::IsUnavailable(migrated.status()) ? kExitUnavailable : kExitBadInput;
+    }
+    auto lease = ledger::PgLease::Open(o.db);
+    absl::StatusOr<std::optional<int64_t>> epoch =
+        lease.ok() ? (*lease)->Acquire("tidegate ledger import-usage", "", 60000) : lease.status();
+    if (!epoch.ok()) {
+      err << prefix << epoch.status().message() << "\n";
+      return kExitUnavailable;
+    }
+    if (!epoch->has_value()) {
+      auto info = (*lease)->Read();
+      err << prefix << "a broker leads " << ledger::RedactConninfo(o.db) << " ("
+          << (info.ok() ? info->holder : "unknown") << "); stop the brokers, import, then start them again\n";
+      return kExitConflict;
+    }
+    held_lease.lease = *std::move(lease);
+    held_lease.epoch = **epoch;
+    ledger::PostgresOptions fenced;
+    fenced.create = o.create;
+    fenced.fence_epoch = **epoch;
+    store = ledger::OpenPostgresStore(o.db, fenced);
+    if (!store.ok()) {
+      err << prefix << store.status().message() << "\n";
+      return kExitBadInput;
+    }
+  } else {
+    // The broker's lock (ledger/ledger_lock.h), so an import and a broker never
+    // write the same ledger. Declared before the store: released after it.
+    auto lock = ledger::LedgerLock::Acquire(o.db, o.create);
+    if (lock.ok()) held_lock.emplace(*std::move(lock));
+    if (absl::IsUnavailable(lock.status())) {
+      err << prefix << lock.status().message() << "; stop the broker, import, then start it again\n";
+      return kExitConflict;
+    }
+    if (!lock.ok()) {
+      err << prefix << lock.status().message();
+      if (absl::IsNotFound(lock.status())) err << "; pass --create to make a new ledger file";
+      err << "\n";
+      return kExitBadInput;
+    }
+    // A missing ledger is an error unless asked for: quietly creating one
+    // where a broker's ledger was lost would hide the loss.
+    ledger::SqliteOptions sqlite;
+    sqlite.create = o.create;
+    store = ledger::OpenSqliteStore(o.db, sqlite);
+    if (!store.ok()) {
+      err << prefix << store.status().message() << "\n";
+      return kExitBadInput;
+    }
   }
   // Rows with the same key add up in the ledger: importing an hour twice
   // would double it, so hours the ledger already has are refused.
@@ -255,7 +329,7 @@ int RunImportUsage(const ImportOptions& o, const Io& io) {
     }
     for (const ledger::UsageRow& r : *existing) {
       if (r.resource == o.resource && hours.count(r.hour_start_ms)) {
-        err << prefix << o.db << " already has " << o.resource << " usage of team " << team
+        err << prefix << ledger::RedactConninfo(o.db) << " already has " << o.resource << " usage of team " << team
             << " at " << HourText(r.hour_start_ms)
             << " UTC; importing would add to it (import each hour once)\n";
         return kExitConflict;
@@ -274,7 +348,7 @@ int RunImportUsage(const ImportOptions& o, const Io& io) {
     last = std::max(last, r.hour_start_ms);
   }
   *io.out << "imported " << parsed->rows.size() << " hourly " << o.resource << " rows of "
-          << by_team.size() << " team" << (by_team.size() == 1 ? "" : "s") << " into " << o.db
+          << by_team.size() << " team" << (by_team.size() == 1 ? "" : "s") << " into " << ledger::RedactConninfo(o.db)
           << ": " << HourText(first) << " to " << HourText(last) << " UTC (hours from "
           << (parsed->from_wallclock ? "the " + o.wallclock_column + " column"
                                      : o.time_column + " as Unix seconds")
@@ -292,7 +366,7 @@ void AddLedgerCommand(CLI::App& app, const Io& io, int* exit_code) {
   CLI::App* verify = ledger->add_subcommand(
       "verify", "replay the ledger from its first entry and compare with the stored state\n"
                 "(exit 0 consistent, 1 differences listed, 2 cannot open)");
-  verify->add_option("--db", options->db, "the SQLite ledger file")->required();
+  verify->add_option("--db", options->db, "the ledger: a SQLite file or a PostgreSQL conninfo (postgresql://...)")->required();
   verify->add_option("-o,--output", options->output, "table or json")
       ->check(CLI::IsMember({"table", "json"}))
       ->capture_default_str();
@@ -304,7 +378,7 @@ void AddLedgerCommand(CLI::App& app, const Io& io, int* exit_code) {
       "write hourly usage from a CSV (an accounting export) into a ledger no broker holds,\n"
       "so forecasts have history from the start (exit 0 imported, 2 bad file, 4 ledger in\n"
       "use by a broker or already has those hours)");
-  imp->add_option("--db", import->db, "the SQLite ledger file")->required();
+  imp->add_option("--db", import->db, "the ledger: a SQLite file or a PostgreSQL conninfo (postgresql://...)")->required();
   imp->add_flag("--create", import->create,
                 "create --db if it is missing (then start the broker on it with tidegated --init)");
   imp->add_option("CSV", import->csv, "hourly usage, one row per team and hour, with a header")

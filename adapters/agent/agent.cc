@@ -57,6 +57,15 @@ Agent::Agent(AgentOptions options, std::shared_ptr<grpc::Channel> channel, Clust
 
 Agent::~Agent() = default;
 
+void Agent::FollowLeader() {
+  if (!options_.find_leader) return;
+  std::shared_ptr<grpc::Channel> leader = options_.find_leader();
+  if (leader == nullptr || leader == channel_) return;
+  channel_ = std::move(leader);
+  agents_ = v1::AgentService::NewStub(channel_);
+  admission_ = v1::AdmissionService::NewStub(channel_);
+}
+
 void Agent::Stop() {
   stop_ = true;
   std::lock_guard<std::mutex> lock(sleep_mu_);
@@ -87,6 +96,7 @@ int Agent::Run() {
       }
       if (!Connect()) {
         stream_.reset();
+        FollowLeader();
         Sleep(fail());
         continue;
       }
@@ -107,6 +117,7 @@ int Agent::Run() {
       stream_.reset();
       synced_ = false;
       admitted_.clear();
+      FollowLeader();
       Sleep(fail());
       continue;
     }

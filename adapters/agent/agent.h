@@ -24,6 +24,7 @@
 #include <cstdint>
 #include <deque>
 #include <map>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <set>
@@ -42,6 +43,10 @@ struct AgentOptions {
   std::string agent_id;                         // for the broker's logs.
   int64_t poll_ms = 1000;                       // --poll-ms: between observations.
   int64_t max_backoff_ms = 10000;               // errors back off up to this.
+  // Several brokers on one ledger (docs/ha.md): a channel to the one that
+  // leads now, asked again whenever the stream to the broker ends or cannot
+  // be opened. Unset: the channel given to the constructor, always.
+  std::function<std::shared_ptr<grpc::Channel>()> find_leader;
 };
 
 class Agent {
@@ -55,6 +60,7 @@ class Agent {
  private:
   struct Stream;
   bool Connect();                        // hello, capacity, view; false when the broker is away.
+  void FollowLeader();                   // with find_leader: new stubs to the leader (no stream open).
   void HandleActions();                  // what the reader queued.
   void EnforceDeadlines();
   bool Poll();                           // false when the cluster could not be observed.

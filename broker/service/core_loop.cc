@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "broker/service/auth_origin.h"
 #include "broker/service/config_diff.h"
+#include "broker/service/leader_tail.h"
 #include "broker/service/recovery.h"
 #include "google/protobuf/util/message_differencer.h"
 #include "spdlog/spdlog.h"
@@ -115,8 +116,13 @@ CoreLoop::CoreLoop(std::unique_ptr<core::Broker> broker, std::unique_ptr<ledger:
 
 absl::StatusOr<std::unique_ptr<CoreLoop>> CoreLoop::Open(const v1::Config& config,
                                                          std::unique_ptr<ledger::Store> store, Clock* clock,
-                                                         CoreLoopOptions options, bool init) {
-  absl::StatusOr<RecoveredCore> recovered = RecoverCore(*store);
+                                                         CoreLoopOptions options, bool init,
+                                                         std::optional<RecoveredCore> warm) {
+  absl::StatusOr<RecoveredCore> recovered =
+      warm.has_value() ? absl::StatusOr<RecoveredCore>(*std::move(warm)) : RecoverCore(*store);
+  if (warm.has_value() && recovered.ok()) {
+    if (absl::Status s = CatchUpCore(*recovered, *store); !s.ok()) recovered = s;
+  }
   std::unique_ptr<core::Broker> broker;
   int64_t seq = 0;
   if (absl::IsNotFound(recovered.status()) && !init) {

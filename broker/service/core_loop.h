@@ -22,6 +22,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -31,6 +32,7 @@
 #include "broker/core/broker.h"
 #include "broker/service/clock.h"
 #include "broker/service/read_model.h"
+#include "broker/service/recovery.h"
 #include "ledger/accounting.h"
 #include "ledger/store.h"
 #include "tidegate/v1/config.pb.h"
@@ -80,8 +82,11 @@ class CoreLoop {
   // differs from `config`, `config` is applied as a journalled command and
   // the field-by-field diff is logged (docs/config.md: the file given at
   // start-up is the config in force).
+  // `warm`: a core a standby kept up to date (broker/service/leader_tail.h),
+  // caught up with the journal's tail instead of recovered from scratch.
   static absl::StatusOr<std::unique_ptr<CoreLoop>> Open(const v1::Config& config, std::unique_ptr<ledger::Store> store,
-                                                        Clock* clock, CoreLoopOptions options, bool init);
+                                                        Clock* clock, CoreLoopOptions options, bool init,
+                                                        std::optional<RecoveredCore> warm = std::nullopt);
   ~CoreLoop();  // Stop()s.
 
   void Start();

@@ -17,7 +17,10 @@
 #include "broker/service/elastic_service.h"
 #include "broker/service/forecast_service.h"
 #include "broker/service/services.h"
-#include "ledger/ledger_lock.h"
+#include "broker/service/leader.h"
+#include "broker/service/leader_standby.h"
+#include "ledger/postgres_conn.h"
+#include "ledger/postgres_store.h"
 #include "grpcpp/ext/proto_server_reflection_plugin.h"
 #include "grpcpp/grpcpp.h"
 #include "grpcpp/health_check_service_interface.h"
@@ -55,35 +58,12 @@ int RunServer(const ServerOptions& options) {
   }
   const auth::Authenticator* authenticator = security->authenticator.get();
 
-  // One broker per ledger file, whatever path names it (ledger/ledger_lock.h).
-  // Held until RunServer returns, after every connection to the file closed.
-  auto lock = ledger::LedgerLock::Acquire(options.db_path, options.init);
-  if (!lock.ok()) {
-    std::cerr << "tidegated: " << lock.status().message();
-    if (absl::IsNotFound(lock.status())) std::cerr << "; pass --init to create a new ledger there";
-    std::cerr << "\n";
-    return 1;
-  }
-  const bool new_ledger = lock->size() == 0;
-  if (new_ledger && !options.init) {
-    std::cerr << "tidegated: ledger " << options.db_path
-              << " is empty (0 bytes); pass --init to start a new ledger in it\n";
-    return 1;
-  }
-  if (lock->links() > 1) {
-    spdlog::warn("ledger {} has {} hard links: SQLite names its WAL after the path, so open it by one path only",
-                 options.db_path, lock->links());
-  }
-
-  ledger::SqliteOptions sqlite;
-  sqlite.synchronous_full = options.sync_full;
-  sqlite.create = options.init;
-  sqlite.init = options.init;
-  auto store = ledger::OpenSqliteStore(options.db_path, sqlite);
-  if (!store.ok()) {
-    std::cerr << "tidegated: " << store.status().message() << "\n";
-    return 1;
-  }
+  // SQLite: the file's lock; PostgreSQL: a standby until this broker leads
+  // (leader.h). Held until RunServer returns, after the loop closed the store.
+  int writer_exit = 0;
+  std::optional<LedgerWriter> writer = OpenLedgerWriter(options, security->credentials, signals, &writer_exit);
+  if (!writer.has_value()) return writer_exit;
+  auto store = std::move(writer->store);
   RealClock clock;
   CoreLoopOptions loop_options;
   loop_options.snapshot_every = options.snapshot_every;
@@ -91,25 +71,25 @@ int RunServer(const ServerOptions& options) {
   loop_options.max_command_bytes = options.max_request_bytes;
   loop_options.max_config_bytes = options.max_config_bytes;
   const auto started = std::chrono::steady_clock::now();
-  auto loop = CoreLoop::Open(config, *std::move(store), &clock, loop_options, options.init);
+  auto loop = CoreLoop::Open(config, std::move(store), &clock, loop_options, options.init, std::move(writer->warm));
   if (!loop.ok()) {
     std::cerr << "tidegated: " << loop.status().message() << "\n";
     return 1;
   }
   ledger::SqliteOptions read_only;
   read_only.read_only = true;
-  auto reader = ledger::OpenSqliteStore(options.db_path, read_only);
+  auto reader = ledger::OpenLedgerStore(options.db_path, read_only);
   if (!reader.ok()) {
     std::cerr << "tidegated: " << reader.status().message() << "\n";
     return 1;
   }
   const auto recovered_ms =
       std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - started).count();
-  spdlog::info("ledger {} ready in {} ms ({} jobs)", options.db_path, recovered_ms,
+  spdlog::info("ledger {} ready in {} ms ({} jobs)", ledger::RedactConninfo(options.db_path), recovered_ms,
                (*loop)->Published()->Jobs("", v1::JOB_STATE_UNSPECIFIED).size());
 
   // ForecastService fits on its own worker thread, from its own ledger reader.
-  auto forecast_reader = ledger::OpenSqliteStore(options.db_path, read_only);
+  auto forecast_reader = ledger::OpenLedgerStore(options.db_path, read_only);
   if (!forecast_reader.ok()) {
     std::cerr << "tidegated: " << forecast_reader.status().message() << "\n";
     return 1;
@@ -142,6 +122,7 @@ int RunServer(const ServerOptions& options) {
       to->SetServingStatus(reader, true);
     }
     to->SetServingStatus("", writes_accepted);
+    to->SetServingStatus(kLeaderHealthService, true);  // a standby answers NOT_SERVING (leader_standby.h)
   };
   (*loop)->SetHealthHook([&health_mu, &health, report](const absl::Status& status) {
     std::lock_guard<std::mutex> lock(health_mu);

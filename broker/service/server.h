@@ -10,7 +10,7 @@ namespace tidegate::service {
 
 struct ServerOptions {
   std::string config_path;              // --config (YAML, tidegate.v1.Config)
-  std::string db_path = "tidegate.db";  // --db (SQLite ledger)
+  std::string db_path = "tidegate.db";  // --db (SQLite ledger file, or a PostgreSQL conninfo)
   // --init: create the ledger when --db is missing or empty (0 bytes).
   // Without it such a path is refused: a ledger that vanished is never
   // silently replaced by a new, empty one. An existing ledger is opened as
@@ -35,6 +35,10 @@ struct ServerOptions {
   std::string roles_path, tokens_path;
   bool insecure = false;    // --insecure: allow a non-loopback listen without TLS and roles.
   bool reflection = false;  // --reflection: serve gRPC server reflection.
+  // Brokers sharing a PostgreSQL ledger (docs/ha.md): the address clients
+  // are sent to while this broker leads (default --listen), and the lease.
+  std::string advertise;    // --advertise
+  int64_t lease_ms = 2000;  // --lease-ms
 };
 
 // True when `listen` only accepts local connections: 127.0.0.0/8, ::1,

@@ -128,6 +128,32 @@ class Stop(Exception):
         self.code = code
 
 
+def split_servers(server):
+    return [s.strip() for s in server.split(",") if s.strip()]
+
+
+def find_leader(grpc, args):
+    """Several brokers (--server a,b,c; docs/ha.md): the one whose gRPC health
+    says `tidegate.leader` is SERVING, else the first. Raw bytes: field 1 of
+    HealthCheckRequest is the service; the answer 08 01 is SERVING."""
+    import copy
+    servers = split_servers(args.server)
+    service = b"tidegate.leader"
+    for address in servers:
+        one = copy.copy(args)
+        one.server = address
+        channel = open_channel(grpc, one)
+        try:
+            check = channel.unary_unary("/grpc.health.v1.Health/Check")
+            if check(b"\x0a" + bytes([len(service)]) + service, timeout=1) == b"\x08\x01":
+                return address
+        except grpc.RpcError:
+            pass
+        finally:
+            channel.close()
+    return servers[0]
+
+
 def open_channel(grpc, args):
     """A channel to the broker as `tidegate` connects (docs/security.md): TLS
     when --tls, --ca or --cert is given (the broker is always verified), a
@@ -185,9 +211,8 @@ class ElasticTrainer:
     def __init__(self, args, grpc, pb, rpc, cfg):
         self.args = args
         self.grpc, self.pb, self.rpc, self.cfg = grpc, pb, rpc, cfg
-        self.channel = open_channel(grpc, args)
-        self.admission = rpc.AdmissionServiceStub(self.channel)
-        self.elastic = rpc.ElasticServiceStub(self.channel)
+        self.channel = None
+        self.follow_leader()
         self.job = args.job
         self.replicas = 0          # what the job runs now (0: not formed).
         self.step = 0.0
@@ -278,6 +303,19 @@ class ElasticTrainer:
 
     # --------------------------------------------------------------- helpers
 
+    def follow_leader(self):
+        """(Re)opens the channel; with several brokers, to the one that leads
+        now (after an UNAVAILABLE the leader may have changed)."""
+        if self.channel is not None and len(split_servers(self.args.server)) <= 1:
+            return
+        import copy
+        args = copy.copy(self.args)
+        if len(split_servers(args.server)) > 1:
+            args.server = find_leader(self.grpc, args)
+        self.channel = open_channel(self.grpc, args)
+        self.admission = self.rpc.AdmissionServiceStub(self.channel)
+        self.elastic = self.rpc.ElasticServiceStub(self.channel)
+
     def rpc_retry(self, what, fn, until=None):
         """Calls fn() and retries UNAVAILABLE with backoff until `until`
         (time.time()), forever when None, or until stopping."""
@@ -297,6 +335,7 @@ class ElasticTrainer:
                 if not warned:
                     log.warning("%s: broker unavailable (%s); retrying", what, e.details())
                     warned = True
+                self.follow_leader()
             if self.stopping.wait(delay):
                 raise Stop("stopped while waiting for the broker", 0)
             delay = min(delay * 2, self.args.max_backoff)
@@ -379,6 +418,7 @@ class ElasticTrainer:
                 if e.code() != self.grpc.StatusCode.UNAVAILABLE:
                     raise
                 log.warning("WaitAdmission: broker unavailable; reconnecting")
+                self.follow_leader()
                 self.stopping.wait(1.0)
         raise Stop("stopped while waiting for admission", 0)
 
@@ -399,6 +439,7 @@ class ElasticTrainer:
                     delay = 0.5
                 except self.grpc.RpcError as e:
                     if e.code() in (self.grpc.StatusCode.UNAVAILABLE, self.grpc.StatusCode.DEADLINE_EXCEEDED):
+                        self.follow_leader()
                         self.stopping.wait(delay * (0.5 + random.random()))
                         delay = min(delay * 2, self.args.max_backoff)
                         continue
@@ -696,7 +737,7 @@ def main(argv=None, trainer_class=None):
                "Exit codes: 0 done or stopped by SIGTERM/SIGINT; 1 the job ended or was rejected early, "
                "or a protocol error; 2 bad flags; 3 missing python3-grpcio/python3-protobuf or stubs.",
         formatter_class=HelpFormatter)
-    p.add_argument("--server", default=os.environ.get("TIDEGATE_SERVER", "127.0.0.1:50051"),
+    p.add_argument("--server", default=os.environ.get("TIDEGATE_SERVER", "127.0.0.1:50051"),  # or a,b,c: the leader
                    help="the broker (default: $TIDEGATE_SERVER, else 127.0.0.1:50051)")
     p.add_argument("--tls", action="store_true", default=os.environ.get("TIDEGATE_TLS") == "1",
                    help="connect with TLS, verifying the broker against the system's CAs")

@@ -1,0 +1,185 @@
+#include "tests/postgres/cluster.h"
+
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <fstream>
+#include <random>
+#include <sstream>
+
+#include "cli/leader_channel.h"
+#include "tests/support/server_process.h"
+
+namespace tidegate::testing {
+
+bool Eventually(const std::function<bool()>& done, std::chrono::milliseconds limit) {
+  const auto deadline = SteadyClock::now() + limit;
+  while (SteadyClock::now() < deadline) {
+    if (done()) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return done();
+}
+
+std::vector<int> FreePorts(int n) {
+  std::vector<int> fds, ports;
+  for (int i = 0; i < n; ++i) {
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr);
+    socklen_t len = sizeof addr;
+    getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
+    ports.push_back(ntohs(addr.sin_port));
+    fds.push_back(fd);
+  }
+  for (int fd : fds) close(fd);
+  return ports;
+}
+
+Broker::Broker(std::string dir, std::string config, std::string db, int port, int lease_ms)
+    : dir_(std::move(dir)), config_(std::move(config)), db_(std::move(db)), port_(port), lease_ms_(lease_ms) {}
+
+Broker::~Broker() { Kill(); }
+
+void Broker::Start() {
+  const std::string bin = ServerProcess::BinDir() + "/tidegated";
+  const std::string log = dir_ + "/broker-" + std::to_string(port_) + ".log";
+  const std::string listen = address();
+  const std::string lease = std::to_string(lease_ms_);
+  ++starts_;
+  pid_ = fork();
+  if (pid_ == 0) {
+    const int out = open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
+    dup2(out, 1);
+    dup2(out, 2);
+    execl(bin.c_str(), bin.c_str(), "--config", config_.c_str(), "--db", db_.c_str(), "--init", "--listen",
+          listen.c_str(), "--lease-ms", lease.c_str(), static_cast<char*>(nullptr));
+    _exit(127);
+  }
+}
+
+void Broker::Signal(int sig) {
+  if (pid_ > 0) kill(pid_, sig);
+}
+
+void Broker::Kill() {
+  if (pid_ <= 0) return;
+  kill(pid_, SIGKILL);
+  waitpid(pid_, nullptr, 0);
+  pid_ = -1;
+}
+
+std::string Broker::Stderr() const {
+  std::ifstream in(dir_ + "/broker-" + std::to_string(port_) + ".log");
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+Clients::Clients(std::vector<std::string> addresses, int threads, int capacity_gpu) : addresses_(std::move(addresses)) {
+  // Reconnect quickly: a new leader's port refuses connections for a moment
+  // while its standby server makes way (docs/ha.md: client settings).
+  grpc::ChannelArguments args;
+  args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
+  args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, 100);
+  args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 1000);
+  for (const std::string& a : addresses_) {
+    channels_.push_back(grpc::CreateCustomChannel(a, grpc::InsecureChannelCredentials(), args));
+  }
+  for (int i = 0; i < threads; ++i) threads_.emplace_back([this, i] { Run(i); });
+}
+
+Clients::~Clients() { Stop(); }
+
+void Clients::Stop() {
+  stop_ = true;
+  for (auto& t : threads_) {
+    if (t.joinable()) t.join();
+  }
+}
+
+std::vector<Ack> Clients::Acked() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::vector<Ack> out;
+  for (const auto& [job, ack] : acked_) out.push_back(ack);
+  return out;
+}
+
+SteadyClock::time_point Clients::last_admit_ack() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return last_admit_ack_;
+}
+
+SteadyClock::time_point Clients::last_admit_ack_not_by(const std::string& address) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  SteadyClock::time_point latest{};
+  for (const auto& [index, at] : last_admit_ack_by_) {
+    if (addresses_[index] != address) latest = std::max(latest, at);
+  }
+  return latest;
+}
+
+void Clients::Run(int id) {
+  std::mt19937 rng(id);
+  std::vector<std::string> admitted;  // acknowledged admitted, not yet released
+  std::string pending;                // an Admit whose outcome is unknown: retried with the same id
+  int next = 0;
+  while (!stop_) {
+    const int at = leader_.load();
+    auto admission = v1::AdmissionService::NewStub(channels_[at]);
+    grpc::ClientContext context;
+    context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(3));
+    grpc::Status status;
+    const bool release = !admitted.empty() && pending.empty() && rng() % 3 == 0;
+    if (release) {
+      v1::ReleaseRequest request;
+      request.set_job(admitted.front());
+      v1::ReleaseResponse response;
+      status = admission->Release(&context, request, &response);
+      if (status.ok()) {
+        std::lock_guard<std::mutex> lock(mu_);
+        acked_[admitted.front()].released = true;
+        admitted.erase(admitted.begin());
+      }
+    } else {
+      if (pending.empty()) pending = "c" + std::to_string(id) + "-" + std::to_string(next++);
+      v1::AdmitRequest request;
+      request.mutable_job()->set_job(pending);
+      request.mutable_job()->set_team(id % 2 == 0 ? "red" : "blue");
+      request.mutable_job()->set_replicas(1);
+      (*request.mutable_job()->mutable_per_replica())["gpu"] = 1 + static_cast<int64_t>(rng() % 3);
+      v1::AdmitResponse response;
+      status = admission->Admit(&context, request, &response);
+      if (status.ok()) {
+        const bool in = response.decision() == v1::DECISION_ADMITTED;
+        std::lock_guard<std::mutex> lock(mu_);
+        acked_[pending] = Ack{pending, in, false};
+        last_admit_ack_ = SteadyClock::now();
+        last_admit_ack_by_[at] = last_admit_ack_;
+        if (in) admitted.push_back(pending);
+        pending.clear();
+      }
+    }
+    if (status.ok()) {
+      ++acks_;
+      continue;
+    }
+    // Follow the leader a standby named; otherwise try the next broker.
+    const std::string hint = cli::LeaderHint(context);
+    int to = (at + 1) % static_cast<int>(addresses_.size());
+    for (size_t i = 0; i < addresses_.size(); ++i) {
+      if (!hint.empty() && addresses_[i] == hint) to = static_cast<int>(i);
+    }
+    int expected = at;
+    leader_.compare_exchange_strong(expected, to);
+    if (hint.empty()) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+}
+
+}  // namespace tidegate::testing

@@ -1,0 +1,87 @@
+// A test cluster for the failover tests: three real tidegated processes on
+// one PostgreSQL ledger (tests/postgres/with_postgres.sh names it in
+// TIDEGATE_PG), and client threads that admit and release jobs against
+// whoever leads, recording every decision a broker acknowledged.
+#ifndef TIDEGATE_TESTS_POSTGRES_CLUSTER_H_
+#define TIDEGATE_TESTS_POSTGRES_CLUSTER_H_
+
+#include <sys/types.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "grpcpp/grpcpp.h"
+#include "tidegate/v1/service.grpc.pb.h"
+
+namespace tidegate::testing {
+
+using SteadyClock = std::chrono::steady_clock;
+
+// Polls `done` every 20 ms until it holds or `limit` passes.
+bool Eventually(const std::function<bool()>& done, std::chrono::milliseconds limit);
+
+class Broker {
+ public:
+  Broker(std::string dir, std::string config, std::string db, int port, int lease_ms);
+  ~Broker();  // SIGKILL
+  void Start();
+  void Signal(int sig);
+  void Kill();  // SIGKILL and reap
+  std::string address() const { return "127.0.0.1:" + std::to_string(port_); }
+  pid_t pid() const { return pid_; }
+  std::string Stderr() const;
+
+ private:
+  std::string dir_, config_, db_;
+  int port_, lease_ms_;
+  pid_t pid_ = -1;
+  int starts_ = 0;
+};
+
+struct Ack {
+  std::string job;
+  bool admitted = false;  // the decision said admitted (else queued)
+  bool released = false;  // a Release of it was acknowledged
+};
+
+class Clients {
+ public:
+  Clients(std::vector<std::string> addresses, int threads, int capacity_gpu);
+  ~Clients();  // stops
+  void Stop();
+  int64_t acks() const { return acks_.load(); }
+  // The acknowledged decisions so far (a copy).
+  std::vector<Ack> Acked() const;
+  // When the latest Admit was acknowledged (by any broker, or by one other
+  // than `not_by`).
+  SteadyClock::time_point last_admit_ack() const;
+  SteadyClock::time_point last_admit_ack_not_by(const std::string& address) const;
+
+ private:
+  void Run(int id);
+  std::vector<std::string> addresses_;
+  std::vector<std::shared_ptr<grpc::Channel>> channels_;
+  std::atomic<int> leader_{0};
+  std::atomic<bool> stop_{false};
+  std::atomic<int64_t> acks_{0};
+  mutable std::mutex mu_;
+  std::map<std::string, Ack> acked_;            // guarded by mu_
+  SteadyClock::time_point last_admit_ack_{};   // guarded by mu_
+  std::map<int, SteadyClock::time_point> last_admit_ack_by_;  // broker index -> time; guarded by mu_
+  std::vector<std::thread> threads_;
+};
+
+// Free loopback ports (bound and released).
+std::vector<int> FreePorts(int n);
+
+}  // namespace tidegate::testing
+
+#endif  // TIDEGATE_TESTS_POSTGRES_CLUSTER_H_

@@ -1,0 +1,297 @@
+// Brokers on one PostgreSQL ledger under load, against real processes and a
+// real server (tests/postgres/with_postgres.sh): the leader SIGKILLed at
+// random moments, a leader paused past its lease, PostgreSQL restarted.
+// After each: every acknowledged decision is in the ledger; replaying the
+// journal admits no job twice and never over-commits the cluster at any
+// position; lease epochs never go back along the journal (no deposed leader
+// committed); `tidegate ledger verify` passes.
+#include <signal.h>
+#include <stdlib.h>
+
+#include <cstdio>
+#include <fstream>
+#include <random>
+#include <set>
+
+#include "absl/strings/str_cat.h"
+#include "broker/core/broker.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "ledger/postgres_lease.h"
+#include "ledger/postgres_store.h"
+#include "tests/postgres/cluster.h"
+#include "tests/support/server_process.h"
+#include "tidegate/v1/config.pb.h"
+
+namespace tidegate::testing {
+namespace {
+
+using ::testing::HasSubstr;
+
+constexpr int kLeaseMs = 500;
+constexpr int kCapacity = 16;
+constexpr char kConfig[] = R"(clusters:
+  - {name: a, capacity: {gpu: 16}}
+teams:
+  - {name: red, quota: {gpu: {guaranteed: 8, borrow_limit: 0}}}
+  - {name: blue, quota: {gpu: {guaranteed: 8, borrow_limit: 0}}}
+policy: {default_grace_s: 0, tick_s: 1}
+)";
+
+std::string Pg() {
+  const char* pg = std::getenv("TIDEGATE_PG");
+  return pg == nullptr ? "" : pg;
+}
+
+int RunCommand(const std::string& command, std::string* output) {
+  FILE* pipe = popen((command + " 2>&1").c_str(), "r");
+  char buf[4096];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof buf, pipe)) > 0) output->append(buf, n);
+  const int status = pclose(pipe);
+  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+// Every check of the ledger against what clients were told.
+void CheckLedger(const std::vector<Ack>& acked, const std::string& when) {
+  SCOPED_TRACE(when);
+  ledger::PostgresOptions read_only;
+  read_only.read_only = true;
+  read_only.single_snapshot = true;
+  auto store = ledger::OpenPostgresStore(Pg(), read_only).value();
+  // 1. Every acknowledged decision is present.
+  for (const Ack& ack : acked) {
+    auto row = store->Job(ack.job).value();
+    ASSERT_TRUE(row.has_value()) << "acknowledged job " << ack.job << " is missing from the ledger";
+    // A Release whose answer was lost may still have been applied.
+    if (ack.released) EXPECT_EQ(row->state, "ended") << ack.job;
+    if (ack.admitted) EXPECT_THAT(row->state, ::testing::AnyOf("admitted", "ended")) << ack.job;
+  }
+  // 2. Replaying the journal: no job admitted twice, never over-committed.
+  auto first = store->EarliestSnapshot().value();
+  ASSERT_TRUE(first.has_value());
+  v1::CoreSnapshot snapshot;
+  ASSERT_TRUE(snapshot.ParseFromString(first->payload));
+  auto broker = core::Broker::Restore(snapshot).value();
+  std::map<std::string, int64_t> demand;  // gpus of each submitted job
+  std::set<std::string> running, ever_admitted;
+  int64_t entries = 0;
+  absl::Status read = store->ReadJournal(first->seq, [&](const ledger::JournalRecord& rec) -> absl::Status {
+    v1::Command command;
+    if (!command.ParseFromString(rec.payload)) return absl::DataLossError("does not parse");
+    if (command.has_submit()) {
+      const auto& spec = command.submit();
+      demand[spec.job()] = spec.replicas() * spec.per_replica().at("gpu");
+    }
+    for (const core::Event& e : broker->Apply(command, rec.at_ms)) {
+      if (e.type == core::EventType::kAdmit) {
+        if (!ever_admitted.insert(e.job).second) {
+          return absl::InternalError(absl::StrCat("job ", e.job, " admitted twice (seq ", rec.seq, ")"));
+        }
+        running.insert(e.job);
+      } else if (e.type == core::EventType::kEnd || e.type == core::EventType::kPreempt ||
+                 e.type == core::EventType::kReclaim) {
+        running.erase(e.job);
+      }
+    }
+    int64_t used = 0;
+    for (const std::string& job : running) used += demand[job];
+    if (used > kCapacity || broker->ClusterUsed("a", "gpu") > kCapacity) {
+      return absl::InternalError(absl::StrCat("cluster a over-committed at seq ", rec.seq, ": ", used, " gpus"));
+    }
+    ++entries;
+    return absl::OkStatus();
+  });
+  EXPECT_TRUE(read.ok()) << read;
+  // 3. Epochs never go back: nothing was committed by a deposed leader.
+  auto epochs = ledger::ReadJournalEpochs(Pg()).value();
+  for (size_t i = 1; i < epochs.size(); ++i) {
+    ASSERT_GE(epochs[i].second, epochs[i - 1].second) << "seq " << epochs[i].first << " written by a deposed leader";
+  }
+  // 4. The operator's check.
+  std::string out;
+  EXPECT_EQ(RunCommand(ServerProcess::BinDir() + "/tidegate ledger verify --db '" + Pg() + "'", &out), 0) << out;
+}
+
+class FailoverTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    dir_ = new TempDir();
+    const std::string config = dir_->File("tidegate.yaml");
+    std::ofstream(config) << kConfig;
+    const std::vector<int> ports = FreePorts(3);
+    for (int port : ports) {
+      brokers_.push_back(std::make_unique<Broker>(dir_->path(), config, Pg(), port, kLeaseMs));
+      brokers_.back()->Start();
+      addresses_.push_back(brokers_.back()->address());
+    }
+  }
+  static void TearDownTestSuite() {
+    brokers_.clear();
+    delete dir_;
+  }
+  void SetUp() override {
+    if (Pg().empty()) GTEST_SKIP() << "TIDEGATE_PG is not set: run under tests/postgres/with_postgres.sh";
+    // The brokers create the tables (--init) as they start.
+    ASSERT_TRUE(Eventually(
+        [&] {
+          auto opened = ledger::PgLease::Open(Pg());
+          if (opened.ok()) lease_ = *std::move(opened);
+          return opened.ok();
+        },
+        std::chrono::seconds(20)));
+  }
+
+  // The broker that holds the lease now, once one does.
+  Broker* Leader() {
+    Broker* found = nullptr;
+    Eventually(
+        [&] {
+          auto info = lease_->Read();
+          if (!info.ok() || !info->held()) return false;
+          for (auto& b : brokers_) {
+            if (b->address() == info->address) found = b.get();
+          }
+          return found != nullptr;
+        },
+        std::chrono::seconds(20));
+    return found;
+  }
+  int64_t Epoch() { return lease_->Read().value().epoch; }
+  // The brokers' logs, for a failure message.
+  static std::string Logs() {
+    std::string out;
+    for (auto& b : brokers_) absl::StrAppend(&out, "\n==== ", b->address(), "\n", b->Stderr());
+    return out;
+  }
+
+  static TempDir* dir_;
+  static std::vector<std::unique_ptr<Broker>> brokers_;
+  static std::vector<std::string> addresses_;
+  std::unique_ptr<ledger::PgLease> lease_;
+};
+TempDir* FailoverTest::dir_ = nullptr;
+std::vector<std::unique_ptr<Broker>> FailoverTest::brokers_;
+std::vector<std::string> FailoverTest::addresses_;
+
+TEST_F(FailoverTest, TheLeaderKilledAtRandomMomentsLosesNothingAcknowledged) {
+  Clients clients(addresses_, 4, kCapacity);
+  std::mt19937 rng(42);
+  std::vector<double> failover_ms;
+  for (int round = 0; round < 10; ++round) {
+    SCOPED_TRACE(absl::StrCat("round ", round));
+    Broker* leader = Leader();
+    ASSERT_NE(leader, nullptr) << "no leader";
+    // A random moment: after a random number of further acknowledged decisions.
+    const int64_t until = clients.acks() + 5 + static_cast<int64_t>(rng() % 40);
+    ASSERT_TRUE(Eventually([&] { return clients.acks() >= until; }, std::chrono::seconds(20)))
+        << "no progress; leader log:\n" << leader->Stderr();
+    const int64_t epoch = Epoch();
+    const auto killed = SteadyClock::now();
+    leader->Kill();
+    const std::string old = leader->address();
+    ASSERT_TRUE(Eventually([&] { return clients.last_admit_ack_not_by(old) > killed; }, std::chrono::seconds(20)))
+        << "no new leader answered an Admit" << Logs();
+    failover_ms.push_back(
+        std::chrono::duration<double, std::milli>(clients.last_admit_ack_not_by(old) - killed).count());
+    EXPECT_GT(Epoch(), epoch);
+    leader->Start();  // back as a standby
+    CheckLedger(clients.Acked(), absl::StrCat("after round ", round));
+    if (HasFatalFailure()) return;
+  }
+  clients.Stop();
+  CheckLedger(clients.Acked(), "at the end");
+  std::sort(failover_ms.begin(), failover_ms.end());
+  std::printf("failover (leader SIGKILLed -> an Admit answered by the new leader), lease %d ms, %zu rounds: "
+              "median %.0f ms, max %.0f ms\n",
+              kLeaseMs, failover_ms.size(), failover_ms[failover_ms.size() / 2], failover_ms.back());
+}
+
+TEST_F(FailoverTest, ClientsGivenEveryBrokerFindTheLeader) {
+  const std::string all = addresses_[0] + "," + addresses_[1] + "," + addresses_[2];
+  Broker* leader = Leader();
+  ASSERT_NE(leader, nullptr);
+  // The CLI: a standby alone refuses, naming the leader; the list works.
+  Broker* standby = nullptr;
+  for (auto& b : brokers_) {
+    if (b.get() != leader) standby = b.get();
+  }
+  std::string out;
+  EXPECT_EQ(RunCommand(ServerProcess::BinDir() + "/tidegate --server " + standby->address() + " jobs", &out), 5);
+  EXPECT_THAT(out, HasSubstr("the leader is at " + leader->address()));
+  out.clear();
+  EXPECT_EQ(RunCommand(ServerProcess::BinDir() + "/tidegate --server " + all + " jobs -o json", &out), 0) << out;
+  // The Python client's choice (deploy/examples/elastic/trainer.py).
+  const char* source = std::getenv("TIDEGATE_SOURCE_DIR");
+  ASSERT_NE(source, nullptr);
+  out.clear();
+  const std::string python =
+      std::string("python3 -c \"import sys, argparse, grpc; sys.path.insert(0, '") + source +
+      "/deploy/examples/elastic'); import trainer; print(trainer.find_leader(grpc, argparse.Namespace(server='" +
+      all + "', token=None, token_file=None, tls=False, ca=None, cert=None, key=None)))\"";
+  EXPECT_EQ(RunCommand(python, &out), 0) << out;
+  EXPECT_THAT(out, HasSubstr(leader->address())) << out;
+  // After the leader is gone, the list finds the next one (within --timeout).
+  leader->Kill();
+  out.clear();
+  EXPECT_EQ(RunCommand(ServerProcess::BinDir() + "/tidegate --timeout 10s --server " + all + " jobs", &out), 0) << out;
+  leader->Start();
+}
+
+TEST_F(FailoverTest, APausedLeaderCommitsNothingAfterItsLeaseAndStepsDown) {
+  Clients clients(addresses_, 4, kCapacity);
+  Broker* leader = Leader();
+  ASSERT_NE(leader, nullptr);
+  const int64_t start = clients.acks();
+  ASSERT_TRUE(Eventually([&] { return clients.acks() >= start + 10; }, std::chrono::seconds(20)));
+  const int64_t epoch = Epoch();
+  leader->Signal(SIGSTOP);
+  const auto paused = SteadyClock::now();
+  // Paused longer than its lease: another broker leads and answers.
+  ASSERT_TRUE(Eventually([&] { return Epoch() > epoch && clients.last_admit_ack_not_by(leader->address()) > paused; },
+                         std::chrono::seconds(20)))
+      << Logs();
+  const int64_t acked_by_new = clients.acks();
+  ASSERT_TRUE(Eventually([&] { return clients.acks() >= acked_by_new + 10; }, std::chrono::seconds(20))) << Logs();
+  leader->Signal(SIGCONT);
+  // It steps down (restarts as a standby) rather than go on leading.
+  ASSERT_TRUE(Eventually([&] { return leader->Stderr().find("stepping down") != std::string::npos; },
+                         std::chrono::seconds(20)))
+      << leader->Stderr();
+  const int64_t after = clients.acks();
+  ASSERT_TRUE(Eventually([&] { return clients.acks() >= after + 10; }, std::chrono::seconds(20)));
+  clients.Stop();
+  CheckLedger(clients.Acked(), "after the pause");
+}
+
+TEST_F(FailoverTest, APostgresRestartUnderLoadLosesNothingAcknowledged) {
+  const char* ctl = std::getenv("TIDEGATE_PG_CTL");
+  const char* data = std::getenv("TIDEGATE_PG_DATA");
+  const char* dir = std::getenv("TIDEGATE_PG_DIR");
+  const char* port = std::getenv("TIDEGATE_PG_PORT");
+  if (ctl == nullptr || data == nullptr || dir == nullptr || port == nullptr) GTEST_SKIP() << "no pg_ctl given";
+  Clients clients(addresses_, 4, kCapacity);
+  ASSERT_NE(Leader(), nullptr);
+  const int64_t start = clients.acks();
+  ASSERT_TRUE(Eventually([&] { return clients.acks() >= start + 20; }, std::chrono::seconds(20)));
+  const std::string as_pg = getuid() == 0 ? "runuser -u postgres -- " : "";
+  std::string out;
+  // A crash (immediate: no shutdown checkpoint), then a start.
+  ASSERT_EQ(RunCommand(as_pg + ctl + " -D " + data + " stop -m immediate", &out), 0) << out;
+  const auto restarted = SteadyClock::now();
+  ASSERT_EQ(RunCommand(as_pg + ctl + " -D " + data + " -w -t 30 -l " + dir + "/log -o \"-p " + port + " -k " + dir +
+                           " -c listen_addresses=''\" start",
+                       &out),
+            0)
+      << out;
+  lease_ = ledger::PgLease::Open(Pg()).value();
+  // The brokers wait for the server and go on.
+  ASSERT_TRUE(Eventually([&] { return clients.last_admit_ack() > restarted; }, std::chrono::seconds(30)));
+  const int64_t after = clients.acks();
+  ASSERT_TRUE(Eventually([&] { return clients.acks() >= after + 10; }, std::chrono::seconds(20)));
+  clients.Stop();
+  CheckLedger(clients.Acked(), "after the restart");
+}
+
+}  // namespace
+}  // namespace tidegate::testing
