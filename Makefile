@@ -22,6 +22,7 @@ JOBS       := $(shell nproc 2>/dev/null || echo 2)
 EXAMPLE_SCENARIO := deploy/examples/borrow-overnight.yaml
 EXAMPLE_CONFIG   := deploy/examples/tidegate.yaml
 LISTEN           := 127.0.0.1:50051
+HTTP_LISTEN      := 127.0.0.1:8080
 
 # Debian 12 packages needed to build and test (DESIGN.md §8).
 PACKAGES := build-essential cmake ninja-build pkg-config \
@@ -29,7 +30,8 @@ PACKAGES := build-essential cmake ninja-build pkg-config \
             libabsl-dev libyaml-cpp-dev libcli11-dev libspdlog-dev \
             libsqlite3-dev sqlite3 libgtest-dev libgmock-dev libbenchmark-dev \
             nlohmann-json3-dev python3 python3-statsmodels python3-grpcio python3-protobuf slurm-wlm munge \
-            tzdata openssl libssl-dev
+            tzdata openssl libssl-dev \
+            libcpp-httplib-dev prometheus chromium
 
 .PHONY: deps build test run bench clean
 
@@ -73,8 +75,8 @@ test: build
 # example simulation instead.
 run: build
 	@if [ -x $(BIN)/tidegated ]; then \
-	  echo "Starting tidegated on $(LISTEN) with $(EXAMPLE_CONFIG) (ledger: tidegate.db)"; \
-	  exec $(BIN)/tidegated --config $(EXAMPLE_CONFIG) --db tidegate.db --init --listen $(LISTEN); \
+	  echo "Starting tidegated on $(LISTEN) with $(EXAMPLE_CONFIG) (ledger: tidegate.db; web view and metrics: http://$(HTTP_LISTEN)/)"; \
+	  exec $(BIN)/tidegated --config $(EXAMPLE_CONFIG) --db tidegate.db --init --listen $(LISTEN) --http-listen $(HTTP_LISTEN); \
 	fi; \
 	echo "The broker service (tidegated) is not built yet, so 'make run' runs the example simulation: $(EXAMPLE_SCENARIO)"; \
 	$(BIN)/tidegate simulate $(EXAMPLE_SCENARIO) -o table
