@@ -249,6 +249,18 @@ TEST_F(HttpEndToEnd, PrometheusScrapesWhatTheBrokerAnswers) {
           << ReadText(dir_->File("prometheus.log"));
   EXPECT_EQ(query("up{job=\"tidegate\"}"), 1);
   EXPECT_EQ(query("tidegate_team_queued_jobs{team=\"blue\"}"), 1);
+
+  // Blue asks for 2 more within its guarantee while only 1 GPU is free:
+  // red's loan is reclaimed and, with grace 0, blue is admitted at once; the
+  // wait is measured all the same.
+  const v1::AdmitResponse reclaim = Admit("p-blue-3", "blue", 2);
+  ASSERT_TRUE(last_admit_.ok());
+  EXPECT_EQ(reclaim.decision(), v1::DECISION_ADMITTED);
+  EXPECT_THAT(reclaim.victims(), ::testing::ElementsAre("p-red-2"));
+  EXPECT_TRUE(Eventually([] { return Metric("tidegate_reclaim_duration_seconds_count") == 1; }))
+      << broker_->Stderr();
+  EXPECT_EQ(Metric("tidegate_reclaim_beyond_grace_seconds_count"), 1);
+  EXPECT_EQ(Team("red").resources(0).borrowed(), 0);
 }
 
 TEST_F(HttpEndToEnd, TheWebViewShowsTheTreeAndWhyAJobWaitsAndAnAdmitArrivesWithoutReload) {
