@@ -130,15 +130,18 @@ std::string BrokerMetrics::Render(const service::ReadModel& model, const LiveFig
     if (job->has_resize()) ++resizes_pending;
     if (job->state() != v1::JOB_STATE_QUEUED) continue;
     absl::flat_hash_set<std::string> seen;  // a malformed tree must not loop
+    // A requeued victim keeps its created_at (its place in the queue) but
+    // has not waited since then: count from its latest admission instead.
+    const int64_t waiting_since = std::max(job->created_at_ms(), job->last_admitted_at_ms());
     for (std::string team = job->team(); !team.empty() && seen.insert(team).second;) {
-      auto [it, fresh] = oldest_created.try_emplace(team, job->created_at_ms());
-      if (!fresh) it->second = std::min(it->second, job->created_at_ms());
+      auto [it, fresh] = oldest_created.try_emplace(team, waiting_since);
+      if (!fresh) it->second = std::min(it->second, waiting_since);
       auto parent = parent_of.find(team);
       team = parent == parent_of.end() ? std::string() : parent->second;
     }
   }
   w.Family("tidegate_team_oldest_queued_seconds", Type::kGauge,
-           "How long the team's longest-waiting job has waited (queue order time to now); 0 with an empty queue.");
+           "How long the team's longest-waiting job has waited (since submission, or since its latest admission for a requeued job); 0 with an empty queue.");
   for (const auto& t : teams) {
     auto it = oldest_created.find(t.name());
     const double age = it == oldest_created.end() ? 0 : std::max<int64_t>(0, live.now_ms - it->second) / 1000.0;

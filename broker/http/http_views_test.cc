@@ -1,8 +1,10 @@
 // Unit tests of the HTTP endpoint's pure parts: the Prometheus exposition
 // format, health verdicts, escaping in the web view.
 #include <memory>
+#include <tuple>
 
 #include "broker/core/broker.h"
+#include "broker/http/broker_metrics.h"
 #include "broker/http/exposition.h"
 #include "broker/http/health.h"
 #include "broker/http/html.h"
@@ -140,6 +142,59 @@ TEST(Views, TheOverviewShowsOnlyReadableTeamsAndItsVersionFollowsItsContent) {
   EXPECT_THAT(none.html, Not(HasSubstr("red")));
   EXPECT_NE(all.version, none.version);
   EXPECT_EQ(OverviewLive(*model, [](const std::string&) { return true; }).version, all.version);
+}
+
+// red: 4 guaranteed, may not borrow; a job of 6 GPUs waits for ever.
+TEST(Metrics, DecisionsCountPerTeamOfTheConfigAndTheQueueAgesFromSubmission) {
+  v1::Config config;
+  auto* cluster = config.add_clusters();
+  cluster->set_name("a");
+  (*cluster->mutable_capacity())["gpu"] = 8;
+  auto* red = config.add_teams();
+  red->set_name("red");
+  (*red->mutable_quota())["gpu"].set_guaranteed(4);
+  (*red->mutable_quota())["gpu"].set_borrow_limit(0);
+  auto broker = core::Broker::Create(config, 0);
+  ASSERT_TRUE(broker.ok()) << broker.status();
+  std::vector<std::vector<core::Event>> events;
+  for (const auto& [job, team, gpus] : std::vector<std::tuple<std::string, std::string, int>>{
+           {"big", "red", 6}, {"small", "red", 1}, {"stray", "no-such-team", 1}}) {
+    v1::Command submit;
+    submit.mutable_submit()->set_job(job);
+    submit.mutable_submit()->set_team(team);
+    submit.mutable_submit()->set_replicas(1);
+    (*submit.mutable_submit()->mutable_per_replica())["gpu"] = gpus;
+    events.push_back((*broker)->Apply(submit, 1000));
+  }
+  auto model = service::ReadModel::Build(**broker, 3);
+  BrokerMetrics metrics;
+  service::BatchStats stats;
+  stats.commands = 3;
+  stats.committed = true;
+  stats.commit_seconds = 0.002;
+  stats.now_ms = 1000;
+  stats.events = &events;
+  stats.model = model.get();
+  metrics.ObserveBatch(stats);
+  LiveFigures live;
+  live.now_ms = 61000;
+  const std::string text = metrics.Render(*model, live);
+  EXPECT_THAT(text, HasSubstr("tidegate_decisions_total{type=\"queue\",team=\"red\"} 1\n"));
+  EXPECT_THAT(text, HasSubstr("tidegate_decisions_total{type=\"admit\",team=\"red\"} 1\n"));
+  // A team nobody configured must not become a label value.
+  EXPECT_THAT(text, HasSubstr("tidegate_decisions_total{type=\"reject\",team=\"\"} 1\n"));
+  EXPECT_THAT(text, Not(HasSubstr("no-such-team")));
+  EXPECT_THAT(text, HasSubstr("tidegate_team_oldest_queued_seconds{team=\"red\"} 60\n"));
+  EXPECT_THAT(text, HasSubstr("tidegate_team_queued{team=\"red\",resource=\"gpu\"} 6\n"));
+  EXPECT_THAT(text, HasSubstr("tidegate_team_used{team=\"red\",resource=\"gpu\"} 1\n"));
+  EXPECT_THAT(text, HasSubstr("tidegate_commit_batch_commands_count 1\n"));
+  EXPECT_THAT(text, HasSubstr("tidegate_connected_agents{cluster=\"a\"} 0\n"));
+
+  stats.committed = false;  // a refused batch: nothing of it happened
+  metrics.ObserveBatch(stats);
+  const std::string after = metrics.Render(*model, live);
+  EXPECT_THAT(after, HasSubstr("tidegate_decisions_total{type=\"queue\",team=\"red\"} 1\n"));
+  EXPECT_THAT(after, HasSubstr("tidegate_commit_failures_total 1\n"));
 }
 
 }  // namespace

@@ -162,7 +162,7 @@ LivePart TeamLive(const service::ReadModel& model, const v1::TeamInfo& team, con
     } else {
       absl::StrAppend(&html,
                       "<table id=\"jobs\"><thead><tr><th>Job</th><th>State</th><th>Replicas</th><th>Demand</th>"
-                      "<th>Priority</th><th>Queued since</th><th>Admitted</th><th>Position</th>"
+                      "<th>Priority</th><th>Submitted</th><th>Admitted</th><th>Position</th>"
                       "<th>Why it waits</th></tr></thead><tbody>\n");
       for (const auto& j : jobs) {
         const int64_t position = model.QueuePosition(*j);
