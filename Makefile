@@ -31,7 +31,7 @@ PACKAGES := build-essential cmake ninja-build pkg-config \
             libsqlite3-dev sqlite3 libgtest-dev libgmock-dev libbenchmark-dev \
             nlohmann-json3-dev python3 python3-statsmodels python3-grpcio python3-protobuf slurm-wlm munge \
             tzdata openssl libssl-dev \
-            libcpp-httplib-dev prometheus chromium
+            libcpp-httplib-dev prometheus chromium python3-yaml
 
 .PHONY: deps build test run bench clean
 
