@@ -127,6 +127,18 @@ class HttpEndToEnd : public ::testing::Test {
   static void SetUpTestSuite() {
     dir_ = new testing::TempDir();
     std::ofstream(dir_->File("tidegate.yaml")) << kConfig;
+    // A week of red's hourly demand (a daily wave), imported before the
+    // broker starts, so that red's page has a forecast chart to show.
+    {
+      std::ofstream csv(dir_->File("usage.csv"));
+      csv << "team,hour_start_s,gpus\n";
+      for (int h = 0; h < 168; ++h) csv << "red," << 1767225600 + 3600 * h << "," << (h % 24 < 12 ? 2 : 6) << "\n";
+    }
+    auto [imported, import_log] = RunToEnd({testing::ServerProcess::BinDir() + "/tidegate", "ledger", "import-usage",
+                                            "--create", "--db", dir_->File("tidegate.db"), dir_->File("usage.csv"),
+                                            "--column", "gpus"},
+                                           dir_->File("import.log"));
+    ASSERT_EQ(imported, 0) << import_log;
     broker_ = new testing::ServerProcess(dir_->File("tidegate.yaml"), dir_->File("tidegate.db"),
                                          {"--http-listen", "127.0.0.1:0"});
     ASSERT_TRUE(broker_->Start()) << broker_->Stderr();
@@ -279,13 +291,26 @@ TEST_F(HttpEndToEnd, TheWebViewShowsTheTreeAndWhyAJobWaitsAndAnAdmitArrivesWitho
   EXPECT_THAT(tree, HasSubstr("<a href=\"/team?name=red\">red</a>"));
   EXPECT_THAT(tree, HasSubstr("<a href=\"/team?name=blue\">blue</a>"));
 
-  // A screenshot of blue's page, kept with the build as a test artifact.
+  // Red's forecast chart: the forecast library's SVG, from the imported week.
+  auto chart = Get("/team/forecast.svg?name=red&resource=gpu");
+  ASSERT_TRUE(chart);
+  EXPECT_EQ(chart->status, 200) << chart->body;
+  EXPECT_EQ(chart->get_header_value("Content-Type"), "image/svg+xml");
+  EXPECT_THAT(chart->body, HasSubstr("<svg"));
+  EXPECT_THAT(chart->body, HasSubstr("team red: gpu demand"));
+  auto no_chart = Get("/team/forecast.svg?name=blue&resource=gpu");
+  ASSERT_TRUE(no_chart);
+  EXPECT_EQ(no_chart->status, 409);
+  EXPECT_THAT(no_chart->body, HasSubstr("a forecast needs at least"));
+
+  // A screenshot of red's page (figures, jobs, chart, loans), kept with the
+  // build as a test artifact.
   const std::filesystem::path artifacts = std::filesystem::path(testing::ServerProcess::BinDir()) / ".." / "test-artifacts";
   std::filesystem::create_directories(artifacts);
   const std::string shot = (artifacts / "web-view-team.png").string();
   std::filesystem::remove(shot);
   auto args = Chromium("chromium-shot");
-  args.insert(args.end(), {"--window-size=1280,800", "--screenshot=" + shot, Url("/team?name=blue&watch=0")});
+  args.insert(args.end(), {"--window-size=1280,800", "--screenshot=" + shot, Url("/team?name=red&watch=0")});
   auto [shot_code, shot_log] = RunToEnd(args, dir_->File("shot.log"));
   EXPECT_EQ(shot_code, 0) << shot_log;
   EXPECT_TRUE(std::filesystem::exists(shot) && std::filesystem::file_size(shot) > 0) << shot_log;
