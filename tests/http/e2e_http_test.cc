@@ -192,7 +192,8 @@ class HttpEndToEnd : public ::testing::Test {
     return info;
   }
   static std::vector<std::string> Chromium(const std::string& user_data) {
-    return {"chromium", "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+    // `timeout`: a browser that hangs fails its test instead of the whole run.
+    return {"timeout", "60", "chromium", "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
             "--disable-background-networking", "--disable-component-update", "--disable-sync",
             "--user-data-dir=" + dir_->File(user_data)};
   }
