@@ -21,6 +21,7 @@ JOBS       := $(shell nproc 2>/dev/null || echo 2)
 # The config `make run` starts the broker with.
 EXAMPLE_CONFIG   := deploy/examples/tidegate.yaml
 LISTEN           := 127.0.0.1:50051
+HTTP_LISTEN      := 127.0.0.1:8080
 
 # Debian 12 packages needed to build and test (docs/design.md §8).
 PACKAGES := build-essential cmake ninja-build pkg-config \
@@ -28,7 +29,8 @@ PACKAGES := build-essential cmake ninja-build pkg-config \
             libabsl-dev libyaml-cpp-dev libcli11-dev libspdlog-dev \
             libsqlite3-dev sqlite3 libpq-dev postgresql-15 libgtest-dev libgmock-dev libbenchmark-dev \
             nlohmann-json3-dev python3 python3-statsmodels python3-grpcio python3-protobuf slurm-wlm munge \
-            tzdata openssl libssl-dev
+            tzdata openssl libssl-dev \
+            libcpp-httplib-dev prometheus chromium python3-yaml
 
 .PHONY: deps build test run bench clean
 
@@ -68,11 +70,11 @@ test: build
 
 # ---------------------------------------------------------------- run
 # Starts the broker (tidegated) with the example config and its own ledger
-# (--init creates it on the first run); without a built tidegated it runs the
-# example simulation instead.
+# (--init creates it on the first run), with metrics and the web view on
+# $(HTTP_LISTEN).
 run: build
-	@echo "Starting tidegated on $(LISTEN) with $(EXAMPLE_CONFIG) (ledger: tidegate.db)"
-	@exec $(BIN)/tidegated --config $(EXAMPLE_CONFIG) --db tidegate.db --init --listen $(LISTEN)
+	@echo "Starting tidegated on $(LISTEN) with $(EXAMPLE_CONFIG) (ledger: tidegate.db; web view and metrics: http://$(HTTP_LISTEN)/)"
+	@exec $(BIN)/tidegated --config $(EXAMPLE_CONFIG) --db tidegate.db --init --listen $(LISTEN) --http-listen $(HTTP_LISTEN)
 
 # ---------------------------------------------------------------- bench
 # The core's micro-benchmarks (Google Benchmark), then a replay of the Philly

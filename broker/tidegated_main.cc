@@ -1,6 +1,9 @@
 // tidegated --config FILE --db FILE [--init] --listen ADDR [TLS and auth flags]: the broker
 // (docs/design.md §8, docs/security.md).
+#include <iostream>
+
 #include "CLI/CLI.hpp"
+#include "broker/http/http_server.h"
 #include "broker/service/server.h"
 
 int main(int argc, char** argv) {
@@ -62,6 +65,9 @@ int main(int argc, char** argv) {
   app.add_flag("--insecure", options.insecure,
                "allow a non-loopback --listen without TLS and --roles (anyone who reaches the port is trusted)");
   app.add_flag("--reflection", options.reflection, "serve gRPC server reflection (off by default)");
+  app.add_option("--http-listen", options.http_listen,
+                 "serve /metrics, /healthz, /readyz and the web view on this HTTP address (off by default);\n"
+                 "a non-loopback address needs --tls-cert and --roles (or --insecure), as --listen does");
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -69,5 +75,10 @@ int main(int argc, char** argv) {
     return code == 0 ? 0 : 2;
   }
   options.sync_full = sync == "full";
-  return tidegate::service::RunServer(options);
+  if (options.http_listen.empty()) return tidegate::service::RunServer(options);
+  if (auto s = tidegate::http::CheckHttpListen(options); !s.ok()) {
+    std::cerr << "tidegated: " << s.message() << "\n";
+    return 2;
+  }
+  return tidegate::service::RunServer(options, tidegate::http::HttpSideServer(options));
 }

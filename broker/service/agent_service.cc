@@ -444,6 +444,13 @@ void AgentServiceImpl::Claim(const std::shared_ptr<Connection>& conn) {
   }
 }
 
+std::vector<std::string> AgentServiceImpl::ConnectedClusters() {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::vector<std::string> clusters;
+  for (const auto& conn : connections_) clusters.push_back(conn->cluster());
+  return clusters;
+}
+
 void AgentServiceImpl::Forget(const Connection* conn) {
   std::lock_guard<std::mutex> lock(mu_);
   connections_.erase(std::remove_if(connections_.begin(), connections_.end(),

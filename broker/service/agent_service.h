@@ -20,6 +20,7 @@
 
 #include <memory>
 #include <mutex>
+#include <string>
 #include <vector>
 
 #include <functional>
@@ -41,6 +42,8 @@ class AgentServiceImpl final : public v1::AgentService::CallbackService {
   // Sends the actions the latest published model calls for; the server calls
   // it after every batch.
   void Notify();
+  // The clusters whose agent is connected now (said hello), for metrics.
+  std::vector<std::string> ConnectedClusters();
   // Ends every stream with UNAVAILABLE (shutdown: agents reconnect).
   void CloseStreams();
 

@@ -131,6 +131,28 @@ grpc::Status Authenticator::Check(const grpc::ServerContextBase& ctx, const std:
   return grpc::Status::OK;
 }
 
+absl::StatusOr<std::string> Authenticator::CheckBearer(const std::string& authorization, const std::string& method,
+                                                       const CallScope& scope) const {
+  if (open()) return std::string(kOpenPrincipal);
+  constexpr absl::string_view kBearer = "Bearer ";
+  if (authorization.empty()) {
+    return absl::UnauthenticatedError("no identity: send `Authorization: Bearer TOKEN`");
+  }
+  if (!absl::StartsWith(authorization, kBearer)) {
+    return absl::UnauthenticatedError("the Authorization header must be `Bearer TOKEN`");
+  }
+  auto policy = this->policy();
+  auto found = policy->token_principal.find(Sha256Hex(authorization.substr(kBearer.size())));
+  if (found == policy->token_principal.end()) return absl::UnauthenticatedError("unknown or revoked bearer token");
+  static const std::vector<Role> kNoRoles;
+  auto it = policy->roles.find(found->second);
+  if (absl::Status allowed = Authorize(found->second, it == policy->roles.end() ? kNoRoles : it->second, method, scope);
+      !allowed.ok()) {
+    return allowed;
+  }
+  return found->second;
+}
+
 AgentServiceImpl::ClusterCheck Authenticator::AgentClusterCheck(const grpc::ServerContextBase& ctx) const {
   if (open()) return nullptr;
   auto principal = Identify(ctx);

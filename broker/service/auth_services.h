@@ -51,6 +51,13 @@ class Authenticator {
   grpc::Status Check(const grpc::ServerContextBase& ctx, const std::string& method, const CallScope& scope,
                      std::string* who = nullptr) const;
 
+  // For the HTTP endpoint (broker/http), which has no gRPC context: the
+  // principal of an `Authorization: Bearer TOKEN` header value (empty: none
+  // given), then auth::Authorize of `method` and `scope` as Check does.
+  // UNAUTHENTICATED or PERMISSION_DENIED; open: the open principal.
+  absl::StatusOr<std::string> CheckBearer(const std::string& authorization, const std::string& method,
+                                          const CallScope& scope) const;
+
   // For AgentService: the check of hello.cluster for this caller.
   AgentServiceImpl::ClusterCheck AgentClusterCheck(const grpc::ServerContextBase& ctx) const;
 

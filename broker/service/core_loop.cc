@@ -1,6 +1,7 @@
 #include "broker/service/core_loop.h"
 
 #include <algorithm>
+#include <chrono>
 #include <tuple>
 
 #include "absl/container/flat_hash_map.h"
@@ -184,6 +185,7 @@ absl::StatusOr<std::unique_ptr<CoreLoop>> CoreLoop::Open(const v1::Config& confi
 CoreLoop::~CoreLoop() { Stop(); }
 
 void CoreLoop::Start() {
+  last_wake_ms_ = clock_->NowMs();
   responder_ = std::thread([this] { Respond(); });
   thread_ = std::thread([this] { Run(); });
 }
@@ -312,6 +314,7 @@ void CoreLoop::Run() {
       stop = stopping_ && queue_.empty();
     }
     const core::Time now = clock_->NowMs();
+    last_wake_ms_.store(now, std::memory_order_relaxed);
     if (!LedgerHealth().ok()) {
       // Writes are refused until the retry; the retry first needs a core
       // that holds exactly what the ledger does.
@@ -329,6 +332,7 @@ void CoreLoop::Run() {
     if (stop) break;
   }
   if (auto s = Snapshot(); !s.ok()) spdlog::error("ledger: final snapshot failed: {}", s.ToString());
+  last_wake_ms_.store(0, std::memory_order_relaxed);
 }
 
 void CoreLoop::ApplyBatch(std::vector<Pending> batch) {
@@ -456,8 +460,14 @@ void CoreLoop::ApplyBatch(std::vector<Pending> batch) {
     out.usage = MergeUsageRows(std::move(out.usage));
     out.loans = MergeLoanRows(std::move(out.loans));
   }
-  if (auto s = store_->Commit(out); !s.ok()) {
-    CommitFailed(s, std::move(batch), std::move(out), now);
+  const auto commit_started = std::chrono::steady_clock::now();
+  const absl::Status committed = store_->Commit(out);
+  BatchStats stats{static_cast<int64_t>(batch.size()), committed.ok(),
+                   std::chrono::duration<double>(std::chrono::steady_clock::now() - commit_started).count(), now,
+                   &applied_events, nullptr};
+  if (!committed.ok()) {
+    if (batch_observer_) batch_observer_(stats);
+    CommitFailed(committed, std::move(batch), std::move(out), now);
     return;
   }
   unwritten_usage_.clear();
@@ -474,6 +484,8 @@ void CoreLoop::ApplyBatch(std::vector<Pending> batch) {
     std::lock_guard<std::mutex> lock(mu_);
     published_ = model;
   }
+  stats.model = model.get();
+  if (batch_observer_) batch_observer_(stats);
   // Answering (serializing replies, waking gRPC) happens on the responder
   // thread, so the writer goes straight on to the next batch.
   {

@@ -17,6 +17,7 @@
 #ifndef TIDEGATE_BROKER_SERVICE_CORE_LOOP_H_
 #define TIDEGATE_BROKER_SERVICE_CORE_LOOP_H_
 
+#include <atomic>
 #include <condition_variable>
 #include <deque>
 #include <functional>
@@ -51,6 +52,17 @@ using Done = std::function<void(absl::StatusOr<Applied>)>;
 // the jobs whose published JobInfo may differ from the previous model's.
 struct PublishedChange {
   std::vector<std::string> jobs;
+};
+
+// What one batch did, for metrics (broker/http): handed to the batch
+// observer on the loop thread after the commit (or its failure).
+struct BatchStats {
+  int64_t commands = 0;         // commands taken from the queue (0: a lone tick)
+  bool committed = false;       // false: the ledger refused the batch
+  double commit_seconds = 0;    // time spent in Store::Commit
+  core::Time now_ms = 0;        // the batch's time
+  const std::vector<std::vector<core::Event>>* events = nullptr;  // of journalled commands
+  const ReadModel* model = nullptr;  // the model published for it (null when refused)
 };
 
 struct CoreLoopOptions {
@@ -120,6 +132,13 @@ class CoreLoop {
   // Runs on the loop thread whenever LedgerHealth() changes (e.g. to report
   // NOT_SERVING on gRPC health). Set before Start().
   void SetHealthHook(std::function<void(const absl::Status&)> hook) { health_hook_ = std::move(hook); }
+  // Runs on the loop thread after every commit attempt; must be cheap. Set
+  // before Start().
+  void SetBatchObserver(std::function<void(const BatchStats&)> observer) { batch_observer_ = std::move(observer); }
+  // Wall time (ms) the loop thread last woke up; with it, /healthz tells a
+  // stuck or dead writer from an idle one (it wakes at least every tick).
+  // 0 once the thread has ended.
+  int64_t LastLoopWakeMs() const { return last_wake_ms_.load(std::memory_order_relaxed); }
   ledger::Store& store_for_tests() { return *store_; }
   int64_t last_seq() const { return seq_; }
   const CoreLoopOptions& options() const { return options_; }
@@ -170,6 +189,8 @@ class CoreLoop {
   std::vector<std::string> accounting_problems_;  // the latest reported
   std::function<void(const PublishedChange&)> publish_hook_;
   std::function<void(const absl::Status&)> health_hook_;
+  std::function<void(const BatchStats&)> batch_observer_;
+  std::atomic<int64_t> last_wake_ms_{0};
   // Loop thread only: the core holds a batch the ledger refused; when to
   // try the ledger again; usage rows of refused batches, for the next commit.
   bool core_dirty_ = false;

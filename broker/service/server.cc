@@ -29,7 +29,7 @@
 
 namespace tidegate::service {
 
-int RunServer(const ServerOptions& options) {
+int RunServer(const ServerOptions& options, const SideServerFactory& side) {
   // Logs go to stderr; stdout carries only the "listening on" line.
   spdlog::set_default_logger(spdlog::stderr_color_mt("tidegated"));
   v1::Config config;
@@ -133,6 +133,15 @@ int RunServer(const ServerOptions& options) {
     }
     if (health != nullptr) report(health, status.ok());
   });
+  std::unique_ptr<SideServer> side_server;
+  if (side) {
+    auto started_side = side(BrokerParts{loop->get(), authenticator, &forecast, &streams, &agents});
+    if (!started_side.ok()) {
+      std::cerr << "tidegated: " << started_side.status().message() << "\n";
+      return 1;
+    }
+    side_server = *std::move(started_side);
+  }
   (*loop)->Start();
 
   grpc::EnableDefaultHealthCheckService(true);
@@ -196,6 +205,7 @@ int RunServer(const ServerOptions& options) {
   // New calls get UNAVAILABLE; calls in flight finish, since the loop still runs.
   server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(10));
   (*loop)->Stop();  // drains the queue, writes a snapshot.
+  side_server.reset();
   spdlog::info("stopped cleanly at seq {}", (*loop)->last_seq());
   return 0;
 }

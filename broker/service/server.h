@@ -4,9 +4,21 @@
 #ifndef TIDEGATE_BROKER_SERVICE_SERVER_H_
 #define TIDEGATE_BROKER_SERVICE_SERVER_H_
 
+#include <functional>
+#include <memory>
 #include <string>
 
+#include "absl/status/statusor.h"
+
 namespace tidegate::service {
+
+class AgentServiceImpl;
+class CoreLoop;
+class ForecastServiceImpl;
+class StreamLimiter;
+namespace auth {
+class Authenticator;
+}
 
 struct ServerOptions {
   std::string config_path;              // --config (YAML, tidegate.v1.Config)
@@ -39,7 +51,27 @@ struct ServerOptions {
   // are sent to while this broker leads (default --listen), and the lease.
   std::string advertise;    // --advertise
   int64_t lease_ms = 2000;  // --lease-ms
+  // --http-listen: metrics, health and the web view (broker/http,
+  // docs/observability.md); empty = off.
+  std::string http_listen;
 };
+
+// What a side server (the HTTP endpoint of broker/http) reads from the
+// broker. It is made before the core loop starts (so it may set the loop's
+// batch observer) and destroyed after the gRPC server stopped.
+struct BrokerParts {
+  CoreLoop* loop = nullptr;
+  const auth::Authenticator* authenticator = nullptr;
+  ForecastServiceImpl* forecast = nullptr;
+  StreamLimiter* streams = nullptr;
+  AgentServiceImpl* agents = nullptr;
+};
+class SideServer {
+ public:
+  virtual ~SideServer() = default;
+};
+// An error ends RunServer with exit 1 (e.g. the port is taken).
+using SideServerFactory = std::function<absl::StatusOr<std::unique_ptr<SideServer>>(const BrokerParts&)>;
 
 // True when `listen` only accepts local connections: 127.0.0.0/8, ::1,
 // localhost, or a unix: socket.
@@ -48,7 +80,8 @@ bool IsLoopbackListen(const std::string& listen);
 // Exit codes: 0 after a clean shutdown, 2 bad config or flags, 1 when the
 // ledger or the listening port cannot be opened (the ledger missing or empty
 // without --init, locked by another broker, read-only, damaged).
-int RunServer(const ServerOptions& options);
+// `side`, when set, is started as above.
+int RunServer(const ServerOptions& options, const SideServerFactory& side = nullptr);
 
 }  // namespace tidegate::service
 

@@ -1,0 +1,107 @@
+// The core loop's hooks the HTTP endpoint relies on, on the real CoreLoop over
+// an in-memory ledger that fails on demand: the batch observer feeds the
+// metrics with committed decisions only, and the writer's wake time and the
+// ledger's health drive /healthz and /readyz.
+#include <future>
+#include <memory>
+
+#include "broker/http/broker_metrics.h"
+#include "broker/http/health.h"
+#include "broker/service/core_loop.h"
+#include "broker/service/failing_store_for_tests.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "ledger/memory_store.h"
+
+namespace tidegate::http {
+namespace {
+
+using ::testing::HasSubstr;
+
+class LoopHooks : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    v1::Config config;
+    auto* cluster = config.add_clusters();
+    cluster->set_name("a");
+    (*cluster->mutable_capacity())["gpu"] = 8;
+    auto* team = config.add_teams();
+    team->set_name("red");
+    (*team->mutable_quota())["gpu"].set_guaranteed(8);
+    memory_ = ledger::NewMemoryStore();
+    auto failing = std::make_unique<service::FailingStore>(memory_.get());
+    store_ = failing.get();
+    auto loop = service::CoreLoop::Open(config, std::move(failing), &clock_, {}, /*init=*/true);
+    ASSERT_TRUE(loop.ok()) << loop.status();
+    loop_ = *std::move(loop);
+    loop_->SetBatchObserver([this](const service::BatchStats& stats) {
+      metrics_.ObserveBatch(stats);
+      if (stats.commands > 0) {
+        ++batches_;
+        last_committed_ = stats.committed;
+      }
+    });
+  }
+  absl::Status Admit(const std::string& job) {
+    v1::Command c;
+    c.mutable_submit()->set_job(job);
+    c.mutable_submit()->set_team("red");
+    (*c.mutable_submit()->mutable_per_replica())["gpu"] = 1;
+    std::promise<absl::Status> answer;
+    loop_->Submit(c, [&answer](absl::StatusOr<service::Applied> a) { answer.set_value(a.status()); });
+    return answer.get_future().get();
+  }
+  HealthInputs Health() {
+    HealthInputs in;
+    in.now_ms = clock_.NowMs();
+    in.writer_wake_ms = loop_->LastLoopWakeMs();
+    in.ledger = loop_->LedgerHealth();
+    return in;
+  }
+  std::string Metrics() {
+    LiveFigures live;
+    live.now_ms = clock_.NowMs();
+    return metrics_.Render(*loop_->Published(), live);
+  }
+
+  service::FakeClock clock_{1700000000000};
+  std::unique_ptr<ledger::Store> memory_;
+  service::FailingStore* store_ = nullptr;
+  std::unique_ptr<service::CoreLoop> loop_;
+  BrokerMetrics metrics_;
+  int batches_ = 0;              // written on the loop thread, read after an answer
+  bool last_committed_ = false;  // likewise
+};
+
+TEST_F(LoopHooks, TheWriterIsAliveOnlyWhileItsThreadRuns) {
+  EXPECT_FALSE(Liveness(Health()).ok);  // not started
+  loop_->Start();
+  EXPECT_TRUE(Liveness(Health()).ok) << Liveness(Health()).text;
+  ASSERT_TRUE(Admit("j1").ok());
+  EXPECT_GT(loop_->LastLoopWakeMs(), 0);
+  loop_->Stop();
+  EXPECT_EQ(Liveness(Health()).text, "the writer thread is not running");
+}
+
+TEST_F(LoopHooks, CommittedDecisionsAreCountedAndRefusedOnesAreNot) {
+  loop_->Start();
+  ASSERT_TRUE(Admit("j1").ok());
+  EXPECT_EQ(batches_, 1);
+  EXPECT_TRUE(last_committed_);
+  EXPECT_THAT(Metrics(), HasSubstr("tidegate_decisions_total{type=\"admit\",team=\"red\"} 1\n"));
+  EXPECT_TRUE(Readiness(Health()).ok);
+
+  store_->Fail(absl::FailedPreconditionError("attempt to write a readonly database"));
+  const absl::Status refused = Admit("j2");
+  EXPECT_TRUE(absl::IsUnavailable(refused)) << refused;
+  EXPECT_EQ(batches_, 2);
+  EXPECT_FALSE(last_committed_);
+  const std::string text = Metrics();
+  EXPECT_THAT(text, HasSubstr("tidegate_decisions_total{type=\"admit\",team=\"red\"} 1\n"));  // j2 never happened
+  EXPECT_THAT(text, HasSubstr("tidegate_commit_failures_total 1\n"));
+  EXPECT_THAT(Readiness(Health()).text, HasSubstr("readonly database"));
+  EXPECT_TRUE(Liveness(Health()).ok);
+}
+
+}  // namespace
+}  // namespace tidegate::http
