@@ -149,6 +149,18 @@ int main(int argc, char** argv) {
   std::thread elastic_thread;
   if (kube_driver) {
     elastic = std::make_unique<kube::ElasticFollower>(channel, kube_driver, options.cluster, options.poll_ms);
+    kube_driver->SetStartSize([admission = std::shared_ptr<tidegate::v1::AdmissionService::Stub>(
+                                   tidegate::v1::AdmissionService::NewStub(channel))](
+                                  const std::string& job) -> std::optional<int64_t> {
+      grpc::ClientContext ctx;
+      ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(5));
+      tidegate::v1::GetJobRequest req;
+      req.set_job(job);
+      tidegate::v1::JobInfo info;
+      if (!admission->GetJob(&ctx, req, &info).ok() || info.replicas() <= 0) return std::nullopt;
+      return info.has_resize() && info.resize().target_replicas() > 0 ? info.resize().target_replicas()
+                                                                      : info.replicas();
+    });
     elastic_thread = std::thread([&] { elastic->Run(); });
   }
   std::thread waiter([&] {

@@ -96,7 +96,10 @@ bool Reflector::List() {
     return false;
   }
   std::map<std::string, json> items;
-  for (json& o : doc["items"]) items[Key(o)] = std::move(o);
+  for (json& o : doc["items"]) {
+    std::string key = Key(o);  // before the move: the right side of `=` is evaluated first.
+    items[key] = std::move(o);
+  }
   std::lock_guard<std::mutex> lock(mu_);
   items_ = std::move(items);
   version_ = doc["metadata"].value("resourceVersion", "");
@@ -243,7 +246,10 @@ absl::Status KubeDriver::Start(const std::string& job) {
   if (auto cached = CachedJob(job)) {
     // An elastic Job is admitted at MIN; the broker grows it with resizes.
     auto mapped = MapJob(*cached, options_, PodCounts{}, {});
-    if (mapped && mapped->spec.has_elastic()) patch["spec"]["parallelism"] = mapped->spec.elastic().min();
+    if (mapped && mapped->spec.has_elastic()) {
+      std::optional<int64_t> size = start_size_ ? start_size_(job) : std::nullopt;
+      patch["spec"]["parallelism"] = size.value_or(mapped->spec.elastic().min());
+    }
   }
   return PatchJob(job, patch);
 }

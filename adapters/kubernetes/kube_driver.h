@@ -8,7 +8,7 @@
 // maps the caches (kube_jobs.h) and is UNAVAILABLE until all four listed.
 //
 // Actions: Start patches spec.suspend false (an elastic Job also its
-// parallelism to MIN, the size the broker admits it at); Signal and Hold patch
+// parallelism, to the size the broker counts it at: MIN unless it grew); Signal and Hold patch
 // spec.suspend true (the Job controller deletes the pods with their
 // termination grace); Stop deletes the pods left with grace 0; Annotate sets
 // the annotation tidegate.io/reason and records an Event (Warning for a held
@@ -22,6 +22,7 @@
 
 #include <atomic>
 #include <condition_variable>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -79,6 +80,9 @@ class KubeDriver : public ClusterDriver {
   absl::Status Hold(const std::string& job) override;
   absl::Status Annotate(const std::string& job, const std::string& text) override;
 
+  // The size an admitted elastic Job starts at (the broker's count, or its
+  // pending resize's target); nullopt: unknown, start at MIN. Set before use.
+  void SetStartSize(std::function<std::optional<int64_t>(const std::string& job)> size) { start_size_ = std::move(size); }
   // Elastic resizes: patch spec.parallelism; the Job's pods now (nullopt: no such Job).
   absl::Status SetParallelism(const std::string& job, int64_t replicas);
   std::optional<PodCounts> Pods(const std::string& job);
@@ -91,6 +95,7 @@ class KubeDriver : public ClusterDriver {
 
   KubeOptions options_;
   std::shared_ptr<KubeClient> client_;
+  std::function<std::optional<int64_t>(const std::string&)> start_size_;
   Reflector jobs_, pods_, nodes_, priority_classes_;
 };
 

@@ -67,6 +67,8 @@ def defaults(store):
             spec = obj.setdefault("spec", {})
             if old is None:
                 uid = meta["uid"]
+                for k in [k for k, v in spec.items() if v is None]:
+                    del spec[k]  # null is unset.
                 spec.setdefault("parallelism", 1)
                 if "completions" not in spec and spec["parallelism"] == 1:
                     spec["completions"] = 1

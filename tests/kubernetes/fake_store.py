@@ -425,7 +425,9 @@ class Store:
         with open(path) as f:
             data = json.load(f)
         with self.lock:
-            self.rv = data["rv"]
+            # A restarted kube-apiserver writes its own lease first (a new
+            # version) and its watch cache starts there: older versions are 410.
+            self.rv = data["rv"] + 1
             self.compacted = self.rv
             for g, p, k, o in data["objects"]:
                 self.objects.setdefault((g, p), {})[tuple(k)] = o
