@@ -29,7 +29,8 @@ PACKAGES := build-essential cmake ninja-build pkg-config \
             libabsl-dev libyaml-cpp-dev libcli11-dev libspdlog-dev \
             libsqlite3-dev sqlite3 libgtest-dev libgmock-dev libbenchmark-dev \
             nlohmann-json3-dev python3 python3-statsmodels python3-grpcio python3-protobuf slurm-wlm munge \
-            tzdata openssl libssl-dev
+            tzdata openssl libssl-dev \
+            libcurl4-openssl-dev libcpp-httplib-dev python3-kubernetes
 
 .PHONY: deps build test run bench clean
 

@@ -124,6 +124,12 @@ def kubectl_checks(url, tmp):
     check(nf.returncode != 0 and 'jobs.batch "train" not found' in nf.stderr, "kubectl get of a deleted Job: NotFound")
     deploy = os.path.join(ROOT, "deploy", "kubernetes")
     if os.path.isdir(deploy):
+        r = k("kustomize", deploy)
+        kinds = sorted(l.split(":", 1)[1].strip() for l in r.stdout.splitlines() if l.startswith("kind:"))
+        check(r.returncode == 0 and kinds == sorted(["ClusterRole", "ClusterRoleBinding", "Deployment", "Job",
+                                                      "MutatingWebhookConfiguration", "Namespace", "Service",
+                                                      "ServiceAccount"]),
+              f"kubectl kustomize deploy/kubernetes renders ({kinds})")
         r = k("apply", "-k", deploy)
         check(r.returncode == 0, f"kubectl apply -k deploy/kubernetes ({(r.stdout + r.stderr).strip()[:300]})")
         r = k("apply", "-k", deploy)
