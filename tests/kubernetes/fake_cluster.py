@@ -266,7 +266,8 @@ class Cluster:
                 ann = meta.get("annotations") or {}
                 term_at = float(ann.get("fake.tidegate.io/term-at", now))
                 exit_after = ann.get("fake.tidegate.io/exit-after-term-s")
-                if now >= parse_rfc3339(meta["deletionTimestamp"]) or \
+                # The grace from the SIGTERM's exact instant (deletionTimestamp has whole seconds).
+                if now >= term_at + float(meta.get("deletionGracePeriodSeconds", 0)) or \
                         (exit_after is not None and now >= term_at + float(exit_after)) or \
                         st.get("phase") in ("Succeeded", "Failed"):
                     s.remove_now(PODS, ns, name)

@@ -223,7 +223,7 @@ def run(api, broker, agent, d):
           f"{sum(rounds) / max(1, len(rounds)):.2f} s (max {max(rounds, default=0):.2f} s; agent --poll-ms 100)")
     print(f"figures: reclaim: owner created -> borrower suspended {reclaim[0]:.2f} s; -> borrower's pods gone "
           f"{reclaim[1]:.2f} s (pod grace 2 s); -> owner's pods running {reclaim[2]:.2f} s "
-          f"(broker grace {GRACE_S} s)")
+          f"(broker grace {GRACE_S} s); over the pods' grace: {reclaim[2] - reclaim[0] - 2:.2f} s")
 
 
 if __name__ == "__main__":
