@@ -207,3 +207,43 @@ contexts:
 
 }  // namespace
 }  // namespace tidegate::adapters::kube
+
+namespace tidegate::adapters::kube {
+namespace {
+
+TEST(InCluster, ServiceAccountFilesAndServiceEnvironment) {
+  const std::string dir = ::testing::TempDir() + "/sa";
+  std::system(("mkdir -p " + dir).c_str());
+  unsetenv("KUBERNETES_SERVICE_HOST");
+  EXPECT_EQ(LoadInCluster(dir).status().code(), absl::StatusCode::kFailedPrecondition);
+  setenv("KUBERNETES_SERVICE_HOST", "10.96.0.1", 1);
+  setenv("KUBERNETES_SERVICE_PORT", "443", 1);
+  EXPECT_EQ(LoadInCluster(dir).status().code(), absl::StatusCode::kNotFound);  // no token yet.
+  std::ofstream(dir + "/token") << "tok";
+  std::ofstream(dir + "/ca.crt") << "PEM";
+  std::ofstream(dir + "/namespace") << "tidegate-system\n";
+  auto c = LoadInCluster(dir);
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->server, "https://10.96.0.1:443");
+  EXPECT_EQ(c->token_file, dir + "/token");
+  EXPECT_EQ(c->ca_file, dir + "/ca.crt");
+  EXPECT_EQ(c->name_space, "tidegate-system");
+  setenv("KUBERNETES_SERVICE_HOST", "fd00::1", 1);
+  EXPECT_EQ(LoadInCluster(dir)->server, "https://[fd00::1]:443");
+  unsetenv("KUBERNETES_SERVICE_HOST");
+}
+
+TEST(Kubeconfig, InsecureSkipVerifyIsRefused) {
+  const std::string path = ::testing::TempDir() + "/insecure-kubeconfig";
+  std::ofstream(path) << R"(current-context: a
+clusters: [{name: c, cluster: {server: "https://x:6443", insecure-skip-tls-verify: true}}]
+users: [{name: u, user: {token: t}}]
+contexts: [{name: a, context: {cluster: c, user: u}}]
+)";
+  auto c = LoadKubeconfig(path, "");
+  EXPECT_EQ(c.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(std::string(c.status().message()).find("insecure-skip-tls-verify"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace tidegate::adapters::kube

@@ -210,10 +210,23 @@ def run(api, broker, agent, d):
                   f"{api.job('elastic')['spec']['parallelism']}, pods {len(api.pods('elastic'))})")
     check("acked" in agent.log(), "the resizes were acked once the pods followed")
 
-    # ------------------------------------------------------------ 8. completion releases
+    # ------------------------------------------------------------ 8. a victim slower than its deadline
     api.delete_job("elastic")
     api.delete_job("owner2")
     check(wait_for(lambda: broker.jobs() == []), "deleted elastic and owner Jobs leave the broker")
+    check(wait_for(lambda: not api.pods("elastic") and not api.pods("owner2")), "their pods are gone")
+    api.create_job("slow", gpus=1, parallelism=8, grace=600)  # its pods would take 10 minutes to go
+    check(wait_for(lambda: len(api.pods("slow", running_only=True)) == 8), "a borrower with a 600 s pod grace runs")
+    t0 = time.time()
+    api.create_job("owner3", team="serving", gpus=1, parallelism=4)
+    check(wait_for(lambda: len(api.pods("owner3", running_only=True)) == 4, 30) and not api.pods("slow"),
+          f"at the broker's {GRACE_S} s deadline the agent deletes the victim's pods; the owner runs "
+          f"({time.time() - t0:.1f} s)")
+    for j in ("slow", "owner3"):
+        api.delete_job(j)
+    check(wait_for(lambda: broker.jobs() == []), "and they leave the broker when deleted")
+
+    # ------------------------------------------------------------ 9. completion releases
     api.create_job("short", team="serving", gpus=1, command=("sleep", "1"))
     check(wait_for(lambda: broker.state("k8s:default/short") == "admitted") and
           wait_for(lambda: broker.gone("k8s:default/short"), 30),
