@@ -219,9 +219,9 @@ def run(api, broker, agent, d):
     check(wait_for(lambda: len(api.pods("slow", running_only=True)) == 8), "a borrower with a 600 s pod grace runs")
     t0 = time.time()
     api.create_job("owner3", team="serving", gpus=1, parallelism=4)
-    check(wait_for(lambda: len(api.pods("owner3", running_only=True)) == 4, 30) and not api.pods("slow"),
+    check(wait_for(lambda: len(api.pods("owner3", running_only=True)) == 4 and not api.pods("slow"), 30),
           f"at the broker's {GRACE_S} s deadline the agent deletes the victim's pods; the owner runs "
-          f"({time.time() - t0:.1f} s)")
+          f"({time.time() - t0:.1f} s; slow has {[p['status'].get('phase') for p in api.pods('slow')]})")
     for j in ("slow", "owner3"):
         api.delete_job(j)
     check(wait_for(lambda: broker.jobs() == []), "and they leave the broker when deleted")
