@@ -1,6 +1,7 @@
 #include "adapters/kubernetes/kube_elastic.h"
 
 #include <chrono>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "spdlog/spdlog.h"
@@ -32,15 +33,20 @@ void ElasticFollower::Run() {
 void ElasticFollower::Once() {
   const auto parallelism = driver_->ElasticParallelism();
   if (parallelism.empty()) return;
-  grpc::ClientContext ctx;
-  ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
+  std::vector<v1::JobInfo> jobs;
   v1::ListJobsRequest req;
-  v1::ListJobsResponse resp;
-  if (grpc::Status s = admission_->ListJobs(&ctx, req, &resp); !s.ok()) {
-    spdlog::warn("elastic: ListJobs: {}", s.error_message());
-    return;
-  }
-  for (const v1::JobInfo& j : resp.jobs()) {
+  do {  // every page: a broker with many live jobs answers in pages.
+    grpc::ClientContext ctx;
+    ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
+    v1::ListJobsResponse resp;
+    if (grpc::Status s = admission_->ListJobs(&ctx, req, &resp); !s.ok()) {
+      spdlog::warn("elastic: ListJobs: {}", s.error_message());
+      return;
+    }
+    for (auto& j : *resp.mutable_jobs()) jobs.push_back(std::move(j));
+    req.set_page_token(resp.next_page_token());
+  } while (!req.page_token().empty());
+  for (const v1::JobInfo& j : jobs) {
     auto it = parallelism.find(j.job());
     if (j.cluster() != cluster_ || it == parallelism.end()) continue;
     if (j.state() != v1::JOB_STATE_ADMITTED && j.state() != v1::JOB_STATE_DRAINING) continue;

@@ -213,7 +213,7 @@ namespace {
 
 TEST(InCluster, ServiceAccountFilesAndServiceEnvironment) {
   const std::string dir = ::testing::TempDir() + "/sa";
-  std::system(("mkdir -p " + dir).c_str());
+  std::system(("rm -rf " + dir + " && mkdir -p " + dir).c_str());  // no token from an earlier run.
   unsetenv("KUBERNETES_SERVICE_HOST");
   EXPECT_EQ(LoadInCluster(dir).status().code(), absl::StatusCode::kFailedPrecondition);
   setenv("KUBERNETES_SERVICE_HOST", "10.96.0.1", 1);

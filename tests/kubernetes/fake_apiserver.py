@@ -180,8 +180,6 @@ def make_handler(srv):
                     raise ApiError(401, "Unauthorized", "Unauthorized")
                 return self.route(method, url.path, q)
             except ApiError as e:
-                if method in ("POST", "PUT", "PATCH", "DELETE"):
-                    pass
                 self.send_json(e.code, e.status())
             except (BrokenPipeError, ConnectionResetError):
                 pass
@@ -332,7 +330,6 @@ def make_handler(srv):
 
             def wanted(typ, obj):
                 return (ns is None or obj["metadata"].get("namespace") == ns) and \
-                    (typ == "DELETED" or True) and \
                     all(p(obj.get("metadata", {}).get("labels") or {}) for p in labels) and \
                     all(p(obj) for p in fields)
 
@@ -389,11 +386,10 @@ def make_handler(srv):
                             store.changed.wait(max(0.01, min(wait, 1.0)))
                     for e in out:
                         self.chunk(e)
-                self.wfile.write(b"0\r\n\r\n")
+                self.wfile.write(b"0\r\n\r\n")  # a watch that ended cleanly leaves the connection reusable.
                 self.wfile.flush()
             except (BrokenPipeError, ConnectionResetError, ssl.SSLError, OSError):
-                pass
-            self.close_connection = True
+                self.close_connection = True
 
     return Handler
 
