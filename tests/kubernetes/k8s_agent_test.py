@@ -13,7 +13,8 @@ input stays suspended with a reason and one log line; a reclaim suspends the
 borrower, its pods go after their grace and the owner starts; a restarted
 agent adopts a Job that started without it; an API-server restart that lost
 the watch history (410) relists without losing or double-counting; an
-elastic Job's parallelism follows a grow and a shrink; completion and
+elastic Job's parallelism follows a grow and a shrink; a victim whose
+pods outlast the broker's deadline has them deleted; completion, failure and
 deletion release. Prints the admission round trip and reclaim latency.
 Exit 0 pass, 1 fail.
 """
@@ -226,11 +227,16 @@ def run(api, broker, agent, d):
         api.delete_job(j)
     check(wait_for(lambda: broker.jobs() == []), "and they leave the broker when deleted")
 
-    # ------------------------------------------------------------ 9. completion releases
+    # ------------------------------------------------------------ 9. completion and failure release
     api.create_job("short", team="serving", gpus=1, command=("sleep", "1"))
     check(wait_for(lambda: broker.state("k8s:default/short") == "admitted") and
           wait_for(lambda: broker.gone("k8s:default/short"), 30),
           "a Job that completes is released")
+    api.create_job("crash", team="serving", gpus=1, command=("false",), extra_spec={"backoffLimit": 0})
+    check(wait_for(lambda: "start k8s:default/crash: released" in agent.log()) and
+          wait_for(lambda: broker.gone("k8s:default/crash"), 30) and
+          any(c["type"] == "Failed" for c in api.job("crash")["status"].get("conditions", [])),
+          "a Job that fails is released")
 
     print(f"figures: admission round trip (Job created suspended -> spec.suspend false), mean of {len(rounds)}: "
           f"{sum(rounds) / max(1, len(rounds)):.2f} s (max {max(rounds, default=0):.2f} s; agent --poll-ms 100)")
