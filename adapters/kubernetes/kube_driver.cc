@@ -2,6 +2,7 @@
 
 #include <chrono>
 #include <ctime>
+#include <set>
 
 #include "absl/strings/str_cat.h"
 #include "spdlog/spdlog.h"
@@ -212,11 +213,15 @@ absl::StatusOr<ClusterView> KubeDriver::Observe() {
   const auto counts = CountPods(pods);
   ClusterView view;
   view.capacity = NodeCapacity(nodes, options_);
+  std::set<std::string> ids;
   for (const json& job : jobs) {
     auto it = counts.find(job["metadata"].value("uid", ""));
     auto mapped = MapJob(job, options_, it == counts.end() ? PodCounts{} : it->second, priorities);
-    if (mapped) view.jobs.push_back(*std::move(mapped));
+    if (!mapped) continue;
+    ids.insert(mapped->id);
+    view.jobs.push_back(*std::move(mapped));
   }
+  std::erase_if(written_, [&](const auto& w) { return !ids.contains(w.first); });
   return view;
 }
 
@@ -251,7 +256,13 @@ absl::Status KubeDriver::Start(const std::string& job) {
       patch["spec"]["parallelism"] = size.value_or(mapped->spec.elastic().min());
     }
   }
-  return PatchJob(job, patch);
+  // The reason it waited no longer holds: say so where the user looks.
+  const std::string admitted = "tidegate: admitted";
+  patch["metadata"]["annotations"][kReasonAnnotation] = admitted;
+  if (auto s = PatchJob(job, patch); !s.ok()) return s;
+  written_[job] = admitted;
+  if (auto s = RecordEvent(job, admitted); !s.ok()) spdlog::warn("event for {}: {}", job, std::string(s.message()));
+  return absl::OkStatus();
 }
 
 absl::Status KubeDriver::Signal(const std::string& job) { return PatchJob(job, {{"spec", {{"suspend", true}}}}); }
@@ -286,7 +297,14 @@ absl::Status KubeDriver::Requeue(const std::string& job) {
 }
 
 absl::Status KubeDriver::Annotate(const std::string& job, const std::string& text) {
+  // The cache may not show our last patch yet: one patch and one Event per change.
+  if (auto it = written_.find(job); it != written_.end() && it->second == text) return absl::OkStatus();
   if (auto s = PatchJob(job, {{"metadata", {{"annotations", {{kReasonAnnotation, text}}}}}}); !s.ok()) return s;
+  written_[job] = text;
+  return RecordEvent(job, text);
+}
+
+absl::Status KubeDriver::RecordEvent(const std::string& job, const std::string& text) {
   auto cached = CachedJob(job);
   if (!cached) return absl::OkStatus();
   const json& m = (*cached)["metadata"];

@@ -7,8 +7,9 @@
 // a broken stream reconnects from the last version with backoff. Observe()
 // maps the caches (kube_jobs.h) and is UNAVAILABLE until all four listed.
 //
-// Actions: Start patches spec.suspend false (an elastic Job also its
-// parallelism, to the size the broker counts it at: MIN unless it grew); Signal and Hold patch
+// Actions: Start patches spec.suspend false and the reason "tidegate:
+// admitted" (an elastic Job also its parallelism, to the size the broker
+// counts it at: MIN unless it grew); Signal and Hold patch
 // spec.suspend true (the Job controller deletes the pods with their
 // termination grace); Stop deletes the pods left with grace 0; Annotate sets
 // the annotation tidegate.io/reason and records an Event (Warning for a held
@@ -91,12 +92,14 @@ class KubeDriver : public ClusterDriver {
 
  private:
   absl::Status PatchJob(const std::string& job, const nlohmann::json& patch);
+  absl::Status RecordEvent(const std::string& job, const std::string& text);
   std::optional<nlohmann::json> CachedJob(const std::string& job);
 
   KubeOptions options_;
   std::shared_ptr<KubeClient> client_;
   std::function<std::optional<int64_t>(const std::string&)> start_size_;
   Reflector jobs_, pods_, nodes_, priority_classes_;
+  std::map<std::string, std::string> written_;  // job -> the reason we last wrote (agent thread only).
 };
 
 }  // namespace tidegate::adapters::kube

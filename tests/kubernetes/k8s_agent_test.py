@@ -115,6 +115,8 @@ def run(api, broker, agent, d):
     check(wait_for(lambda: api.unsuspended("a") and len(api.pods("a", running_only=True)) == 2) and
           broker.state("k8s:default/a") == "admitted",
           "a suspended Job within quota is unsuspended and its 2 pods run")
+    check(api.reason("a") == "tidegate: admitted" and "tidegate: admitted" in api.events("a"),
+          f"its annotation and an Event say it was admitted ('{api.reason('a')}')")
 
     # ------------------------------------------------------------ 2. over quota stays suspended
     api.create_job("big", gpus=1, parallelism=8)
@@ -128,6 +130,8 @@ def run(api, broker, agent, d):
         check("tidegate: queued:" in desc, "kubectl describe job shows 'tidegate: queued: ...'")
     else:
         print("SKIP: kubectl is not installed; `kubectl describe` not checked (the annotation and Event are)")
+    queued = [m for m in api.events("big") if m.startswith("tidegate: queued:")]
+    check(len(queued) == len(set(queued)), f"one Event per reason, not one per poll ({len(queued)} Events)")
     api.delete_job("big")
     check(wait_for(lambda: broker.gone("k8s:default/big")), "a deleted waiting Job leaves the broker")
 
