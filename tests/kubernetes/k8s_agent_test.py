@@ -99,6 +99,27 @@ def run(api, broker, agent, d):
           f"the webhook (HTTPS, verified) suspends a labelled Job: {patch}")
     plain = review({}, False)
     check(plain["allowed"] and "patch" not in plain, "the webhook leaves an unlabelled Job alone")
+    # Registered as deploy/kubernetes/webhook.yaml registers it (by URL here: no cluster DNS), the
+    # API server calls it: a labelled Job created without suspend is stored suspended.
+    with open(f"{d}/ca.crt", "rb") as f:
+        ca_bundle = base64.b64encode(f.read()).decode()
+    hook = {"apiVersion": "admissionregistration.k8s.io/v1", "kind": "MutatingWebhookConfiguration",
+            "metadata": {"name": "tidegate-suspend-jobs"},
+            "webhooks": [{"name": "suspend-jobs.tidegate.io", "admissionReviewVersions": ["v1"],
+                          "sideEffects": "None", "failurePolicy": "Ignore", "timeoutSeconds": 5,
+                          "clientConfig": {"url": f"https://127.0.0.1:{port}/mutate", "caBundle": ca_bundle},
+                          "rules": [{"operations": ["CREATE"], "apiGroups": ["batch"], "apiVersions": ["v1"],
+                                     "resources": ["jobs"]}],
+                          "objectSelector": {"matchExpressions": [{"key": "tidegate.io/team", "operator": "Exists"}]}}]}
+    api.call("POST", "/apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations", hook)
+    created = api.create_job("hooked", suspend=False)
+    plain_job = api.create_job("unmanaged", team=None, suspend=False)
+    check(created["spec"]["suspend"] is True and plain_job["spec"]["suspend"] is False,
+          "through the API server, the webhook creates a labelled Job suspended (and leaves others alone)")
+    api.call("DELETE", "/apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations/tidegate-suspend-jobs")
+    for j in ("hooked", "unmanaged"):
+        api.delete_job(j)
+    check(wait_for(lambda: broker.gone("k8s:default/hooked")), "the hooked Job leaves the broker when deleted")
 
     # ------------------------------------------------------------ 1. admitted, pods run
     rounds = []
