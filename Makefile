@@ -30,7 +30,8 @@ PACKAGES := build-essential cmake ninja-build pkg-config \
             libsqlite3-dev sqlite3 libpq-dev postgresql-15 libgtest-dev libgmock-dev libbenchmark-dev \
             nlohmann-json3-dev python3 python3-statsmodels python3-grpcio python3-protobuf slurm-wlm munge \
             tzdata openssl libssl-dev \
-            libcpp-httplib-dev prometheus chromium python3-yaml
+            libcpp-httplib-dev prometheus chromium python3-yaml \
+            libcurl4-openssl-dev python3-kubernetes
 
 .PHONY: deps build test run bench clean
 
