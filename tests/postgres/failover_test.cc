@@ -273,6 +273,34 @@ TEST_F(FailoverTest, ClientsGivenEveryBrokerFindTheLeader) {
   leader->Start();
 }
 
+TEST_F(FailoverTest, ImportUsageRefusesWhileABrokerLeadsAndImportsIntoALedgerWithout) {
+  const std::string csv = dir_->File("usage.csv");
+  std::ofstream(csv) << "team,hour_start_s,gpu\nred,1699999200,2\nred,1700002800,3\n";
+  ASSERT_NE(Leader(), nullptr);
+  const std::string bin = ServerProcess::BinDir() + "/tidegate ledger import-usage --column gpu ";
+  std::string out;
+  EXPECT_EQ(RunCommand(bin + "--db '" + Pg() + "' " + csv, &out), 4) << out;
+  EXPECT_THAT(out, HasSubstr("a broker leads"));
+  // A ledger of its own (a schema no broker uses): created, imported, readable.
+  auto raw = ledger::PgConnection::Open(Pg(), "").value();
+  ASSERT_TRUE(raw->ExecScript("DROP SCHEMA IF EXISTS imported CASCADE; CREATE SCHEMA imported").ok());
+  const std::string other = Pg() + " options='-csearch_path=imported'";
+  out.clear();
+  EXPECT_EQ(RunCommand(bin + "--db \"" + other + "\" " + csv, &out), 2) << out;  // no tables, no --create
+  out.clear();
+  EXPECT_EQ(RunCommand(bin + "--create --db \"" + other + "\" " + csv, &out), 0) << out;
+  ledger::PostgresOptions read_only;
+  read_only.read_only = true;
+  auto usage = ledger::OpenPostgresStore(other, read_only).value()->Usage("red", 0).value();
+  ASSERT_EQ(usage.size(), 2u);
+  EXPECT_EQ(usage[0].used, 2 * 3600);
+  // The import released the lease it took: the next one is refused only for
+  // importing the same hours again.
+  out.clear();
+  EXPECT_EQ(RunCommand(bin + "--db \"" + other + "\" " + csv, &out), 4) << out;
+  EXPECT_THAT(out, HasSubstr("already has gpu usage of team red"));
+}
+
 TEST_F(FailoverTest, APausedLeaderCommitsNothingAfterItsLeaseAndStepsDown) {
   Clients clients(addresses_, 4, kCapacity);
   Broker* leader = Leader();
