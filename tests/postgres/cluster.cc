@@ -127,7 +127,9 @@ SteadyClock::time_point Clients::last_admit_ack_not_by(const std::string& addres
 
 void Clients::Run(int id) {
   std::mt19937 rng(id);
-  std::vector<std::string> admitted;  // acknowledged admitted, not yet released
+  // Acknowledged (admitted or queued) and not yet released: releasing queued
+  // jobs too keeps the queue, and so each round's replay, small.
+  std::vector<std::string> admitted;
   std::string pending;                // an Admit whose outcome is unknown: retried with the same id
   int next = 0;
   while (!stop_) {
@@ -136,7 +138,7 @@ void Clients::Run(int id) {
     grpc::ClientContext context;
     context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(3));
     grpc::Status status;
-    const bool release = !admitted.empty() && pending.empty() && rng() % 3 == 0;
+    const bool release = !admitted.empty() && pending.empty() && (admitted.size() > 8 || rng() % 2 == 0);
     if (release) {
       v1::ReleaseRequest request;
       request.set_job(admitted.front());
@@ -162,12 +164,23 @@ void Clients::Run(int id) {
         acked_[pending] = Ack{pending, in, false};
         last_admit_ack_ = SteadyClock::now();
         last_admit_ack_by_[at] = last_admit_ack_;
-        if (in) admitted.push_back(pending);
+        admitted.push_back(pending);
         pending.clear();
       }
     }
     if (status.ok()) {
       ++acks_;
+      continue;
+    }
+    if (status.error_code() != grpc::StatusCode::UNAVAILABLE &&
+        status.error_code() != grpc::StatusCode::DEADLINE_EXCEEDED) {
+      // The leader answered, with a refusal (e.g. releasing a job whose
+      // earlier, unanswered Release was applied): not acknowledged, move on.
+      if (release) {
+        admitted.erase(admitted.begin());
+      } else {
+        pending.clear();
+      }
       continue;
     }
     // Follow the leader a standby named; otherwise try the next broker.

@@ -17,6 +17,7 @@
 #include "broker/core/broker.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "ledger/postgres_conn.h"
 #include "ledger/postgres_lease.h"
 #include "ledger/postgres_store.h"
 #include "tests/postgres/cluster.h"
@@ -64,8 +65,12 @@ void CheckLedger(const std::vector<Ack>& acked, const std::string& when) {
     auto row = store->Job(ack.job).value();
     ASSERT_TRUE(row.has_value()) << "acknowledged job " << ack.job << " is missing from the ledger";
     // A Release whose answer was lost may still have been applied.
-    if (ack.released) EXPECT_EQ(row->state, "ended") << ack.job;
-    if (ack.admitted) EXPECT_THAT(row->state, ::testing::AnyOf("admitted", "ended")) << ack.job;
+    if (ack.released) {
+      EXPECT_EQ(row->state, "ended") << ack.job;
+    }
+    if (ack.admitted) {
+      EXPECT_THAT(row->state, ::testing::AnyOf("admitted", "ended")) << ack.job;
+    }
   }
   // 2. Replaying the journal: no job admitted twice, never over-committed.
   auto first = store->EarliestSnapshot().value();
@@ -142,13 +147,27 @@ class FailoverTest : public ::testing::Test {
         std::chrono::seconds(20)));
   }
 
-  // The broker that holds the lease now, once one does.
+  // The broker that holds the lease now, once one has held it (same epoch,
+  // renewed) for longer than a lease: a holder that was just killed, or
+  // whose lease is about to pass to another, is not taken for the leader.
   Broker* Leader() {
     Broker* found = nullptr;
+    int64_t epoch = -1;
+    SteadyClock::time_point seen{};
     Eventually(
         [&] {
           auto info = lease_->Read();
-          if (!info.ok() || !info->held()) return false;
+          if (!info.ok() || !info->held()) {
+            epoch = -1;
+            return false;
+          }
+          if (info->epoch != epoch) {
+            epoch = info->epoch;
+            seen = SteadyClock::now();
+            return false;
+          }
+          if (SteadyClock::now() - seen < std::chrono::milliseconds(2 * kLeaseMs)) return false;
+          found = nullptr;
           for (auto& b : brokers_) {
             if (b->address() == info->address) found = b.get();
           }
@@ -158,9 +177,18 @@ class FailoverTest : public ::testing::Test {
     return found;
   }
   int64_t Epoch() { return lease_->Read().value().epoch; }
-  // The brokers' logs, for a failure message.
+  // The brokers' logs and the server's sessions, for a failure message.
   static std::string Logs() {
     std::string out;
+    if (auto db = ledger::PgConnection::Open(Pg(), ""); db.ok()) {
+      auto rows = (*db)->Exec(
+          "SELECT pid, state, coalesce(wait_event_type, '') || ':' || coalesce(wait_event, ''), "
+          "left(query, 80) FROM pg_stat_activity WHERE datname = current_database()");
+      for (int i = 0; rows.ok() && i < rows->size(); ++i) {
+        absl::StrAppend(&out, "\nsession ", rows->Text(i, 0), " ", rows->Text(i, 1), " ", rows->Text(i, 2), " ",
+                        rows->Text(i, 3));
+      }
+    }
     for (auto& b : brokers_) absl::StrAppend(&out, "\n==== ", b->address(), "\n", b->Stderr());
     return out;
   }
@@ -221,12 +249,19 @@ TEST_F(FailoverTest, ClientsGivenEveryBrokerFindTheLeader) {
   EXPECT_THAT(out, HasSubstr("the leader is at " + leader->address()));
   out.clear();
   EXPECT_EQ(RunCommand(ServerProcess::BinDir() + "/tidegate --server " + all + " jobs -o json", &out), 0) << out;
+  // `tidegate leader` names it, with the epoch.
+  out.clear();
+  EXPECT_EQ(RunCommand(ServerProcess::BinDir() + "/tidegate leader -o json --db '" + Pg() + "'", &out), 0) << out;
+  EXPECT_THAT(out, HasSubstr("\"address\":\"" + leader->address() + "\""));
+  EXPECT_THAT(out, HasSubstr(absl::StrCat("\"epoch\":", Epoch())));
+  out.clear();
+  EXPECT_EQ(RunCommand(ServerProcess::BinDir() + "/tidegate leader --db ledger.db", &out), 2) << out;
+  EXPECT_THAT(out, HasSubstr("--db ledger.db: not a PostgreSQL ledger"));
   // The Python client's choice (deploy/examples/elastic/trainer.py).
-  const char* source = std::getenv("TIDEGATE_SOURCE_DIR");
-  ASSERT_NE(source, nullptr);
+  const char* source = TIDEGATE_SOURCE_ROOT;
   out.clear();
   const std::string python =
-      std::string("python3 -c \"import sys, argparse, grpc; sys.path.insert(0, '") + source +
+      std::string("/usr/bin/python3 -c \"import sys, argparse, grpc; sys.path.insert(0, '") + source +
       "/deploy/examples/elastic'); import trainer; print(trainer.find_leader(grpc, argparse.Namespace(server='" +
       all + "', token=None, token_file=None, tls=False, ca=None, cert=None, key=None)))\"";
   EXPECT_EQ(RunCommand(python, &out), 0) << out;
@@ -236,6 +271,34 @@ TEST_F(FailoverTest, ClientsGivenEveryBrokerFindTheLeader) {
   out.clear();
   EXPECT_EQ(RunCommand(ServerProcess::BinDir() + "/tidegate --timeout 10s --server " + all + " jobs", &out), 0) << out;
   leader->Start();
+}
+
+TEST_F(FailoverTest, ImportUsageRefusesWhileABrokerLeadsAndImportsIntoALedgerWithout) {
+  const std::string csv = dir_->File("usage.csv");
+  std::ofstream(csv) << "team,hour_start_s,gpu\nred,1699999200,2\nred,1700002800,3\n";
+  ASSERT_NE(Leader(), nullptr);
+  const std::string bin = ServerProcess::BinDir() + "/tidegate ledger import-usage --column gpu ";
+  std::string out;
+  EXPECT_EQ(RunCommand(bin + "--db '" + Pg() + "' " + csv, &out), 4) << out;
+  EXPECT_THAT(out, HasSubstr("a broker leads"));
+  // A ledger of its own (a schema no broker uses): created, imported, readable.
+  auto raw = ledger::PgConnection::Open(Pg(), "").value();
+  ASSERT_TRUE(raw->ExecScript("DROP SCHEMA IF EXISTS imported CASCADE; CREATE SCHEMA imported").ok());
+  const std::string other = Pg() + " options='-csearch_path=imported'";
+  out.clear();
+  EXPECT_EQ(RunCommand(bin + "--db \"" + other + "\" " + csv, &out), 2) << out;  // no tables, no --create
+  out.clear();
+  EXPECT_EQ(RunCommand(bin + "--create --db \"" + other + "\" " + csv, &out), 0) << out;
+  ledger::PostgresOptions read_only;
+  read_only.read_only = true;
+  auto usage = ledger::OpenPostgresStore(other, read_only).value()->Usage("red", 0).value();
+  ASSERT_EQ(usage.size(), 2u);
+  EXPECT_EQ(usage[0].used, 2 * 3600);
+  // The import released the lease it took: the next one is refused only for
+  // importing the same hours again.
+  out.clear();
+  EXPECT_EQ(RunCommand(bin + "--db \"" + other + "\" " + csv, &out), 4) << out;
+  EXPECT_THAT(out, HasSubstr("already has gpu usage of team red"));
 }
 
 TEST_F(FailoverTest, APausedLeaderCommitsNothingAfterItsLeaseAndStepsDown) {
