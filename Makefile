@@ -1,6 +1,6 @@
 # Tidegate: the two commands of the README, and a few helpers.
 #
-#   make run     install what is missing, build, run the example (DESIGN.md §8)
+#   make run     install what is missing, build, run the example (docs/design.md §8)
 #   make test    install what is missing, build, run every test
 #   make bench   build, run the benchmarks
 #   make deps    install the missing Debian 12 packages (no-op when all are present)
@@ -18,12 +18,11 @@ BIN        := $(BUILD_DIR)/bin
 BUILD_TYPE := RelWithDebInfo
 JOBS       := $(shell nproc 2>/dev/null || echo 2)
 
-# The example the `run` target shows until the broker service exists.
-EXAMPLE_SCENARIO := deploy/examples/borrow-overnight.yaml
+# The config `make run` starts the broker with.
 EXAMPLE_CONFIG   := deploy/examples/tidegate.yaml
 LISTEN           := 127.0.0.1:50051
 
-# Debian 12 packages needed to build and test (DESIGN.md §8).
+# Debian 12 packages needed to build and test (docs/design.md §8).
 PACKAGES := build-essential cmake ninja-build pkg-config \
             protobuf-compiler libprotobuf-dev libgrpc++-dev protobuf-compiler-grpc \
             libabsl-dev libyaml-cpp-dev libcli11-dev libspdlog-dev \
@@ -72,12 +71,8 @@ test: build
 # (--init creates it on the first run); without a built tidegated it runs the
 # example simulation instead.
 run: build
-	@if [ -x $(BIN)/tidegated ]; then \
-	  echo "Starting tidegated on $(LISTEN) with $(EXAMPLE_CONFIG) (ledger: tidegate.db)"; \
-	  exec $(BIN)/tidegated --config $(EXAMPLE_CONFIG) --db tidegate.db --init --listen $(LISTEN); \
-	fi; \
-	echo "The broker service (tidegated) is not built yet, so 'make run' runs the example simulation: $(EXAMPLE_SCENARIO)"; \
-	$(BIN)/tidegate simulate $(EXAMPLE_SCENARIO) -o table
+	@echo "Starting tidegated on $(LISTEN) with $(EXAMPLE_CONFIG) (ledger: tidegate.db)"
+	@exec $(BIN)/tidegated --config $(EXAMPLE_CONFIG) --db tidegate.db --init --listen $(LISTEN)
 
 # ---------------------------------------------------------------- bench
 # The core's micro-benchmarks (Google Benchmark), then a replay of the Philly

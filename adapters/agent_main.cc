@@ -1,4 +1,4 @@
-// tidegate-agent: one per cluster, near it (DESIGN.md §7).
+// tidegate-agent: one per cluster, near it (docs/design.md §7).
 //
 //   tidegate-agent --kind slurm --cluster NAME --broker HOST:PORT [--ca F --cert F --key F | --token-file F]
 //

@@ -1,5 +1,5 @@
 // YAML -> protobuf, driven by the message's descriptor, so config and scenario
-// files (DESIGN.md §8, §9) map onto the tidegate.v1 messages with no code per
+// files (docs/design.md §8, §9) map onto the tidegate.v1 messages with no code per
 // message. The loader checks form only (types, names, enum values); what the
 // values mean (a parent that exists, quotas that add up) is the validator's job,
 // which can point back at the file through the SourceMap.
@@ -90,7 +90,7 @@ int64_t ExpandedNodeBound(size_t text_bytes);
 // e.g. "s.yaml:12: teams[1].quota.gpu.guaranteed: 'abc' is not an integer";
 // YAML syntax errors, an empty file, several documents or a top-level value
 // that is not a map give "FILE:LINE: reason". On error *out and *where are left
-// cleared: a bad file changes nothing (DESIGN.md §10).
+// cleared: a bad file changes nothing (docs/design.md §10).
 absl::Status LoadYamlString(std::string_view text, std::string_view filename,
                             google::protobuf::Message* out, SourceMap* where = nullptr);
 

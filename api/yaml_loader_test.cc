@@ -15,7 +15,7 @@ namespace {
 using ::testing::HasSubstr;
 using v1::Scenario;
 
-// The example of DESIGN.md §9, verbatim.
+// The example of docs/design.md §9, verbatim.
 constexpr char kDesignExample[] = R"(clusters:
   - {name: a, capacity: {gpu: 16}}
 teams:
@@ -379,7 +379,7 @@ TEST(YamlLoaderTest, UnreadableFileIsNotFoundNamingThePath) {
   EXPECT_EQ(LoadYamlFile("/", &s).code(), absl::StatusCode::kNotFound);  // a directory
 }
 
-// The project's own scenario files (tests/scenarios, DESIGN.md §9) all load.
+// The project's own scenario files (tests/scenarios, docs/design.md §9) all load.
 // An anchor bomb ("billion laughs") in valid positions: 200 teams that alias
 // one team, whose 200 tide rules alias one rule of 200 days: 8 million nodes
 // once expanded, from a file of a few KB.

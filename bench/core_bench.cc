@@ -1,4 +1,4 @@
-// Benchmarks of the broker core (DESIGN.md §10: speed is measured here, never
+// Benchmarks of the broker core (docs/design.md §10: speed is measured here, never
 // by timed assertions in tests).
 //
 //   bench_core --benchmark_min_time=0.2

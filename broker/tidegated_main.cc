@@ -1,5 +1,5 @@
 // tidegated --config FILE --db FILE [--init] --listen ADDR [TLS and auth flags]: the broker
-// (DESIGN.md §8, docs/security.md).
+// (docs/design.md §8, docs/security.md).
 #include "CLI/CLI.hpp"
 #include "broker/service/server.h"
 

@@ -32,7 +32,7 @@ int RunTidegate(int argc, const char* const* argv, const Io& io) {
 
   int exit_code = kExitOk;
   AddSimulateCommand(app, io, &exit_code);
-  // The broker's clients (DESIGN.md §7): --server and --timeout are global.
+  // The broker's clients (docs/design.md §7): --server and --timeout are global.
   ClientOptions client;
   AddClientOptions(app, &client);
   AddJobsCommands(app, io, client, &exit_code);

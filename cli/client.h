@@ -1,4 +1,4 @@
-// What every subcommand that talks to the broker shares (DESIGN.md §7, §8):
+// What every subcommand that talks to the broker shares (docs/design.md §7, §8):
 // where the broker is, how long to wait for it, how a gRPC status becomes an
 // exit code and a message, and how Ctrl-C stops a long wait.
 //

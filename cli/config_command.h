@@ -1,4 +1,4 @@
-// `tidegate config apply FILE [--dry-run] [-o table|json]` (DESIGN.md §8):
+// `tidegate config apply FILE [--dry-run] [-o table|json]` (docs/design.md §8):
 // changes the broker's quota tree and policy live.
 //
 // The file (tidegate.v1.Config in YAML, like deploy/examples/tidegate.yaml) is

@@ -1,4 +1,4 @@
-// Elastic jobs and the tide (DESIGN.md §5; ElasticService and QuotaService):
+// Elastic jobs and the tide (docs/design.md §5; ElasticService and QuotaService):
 //
 //   tidegate watch JOB [-o table|json]
 //   tidegate ack JOB EPOCH REPLICAS [-o table|json]

@@ -1,7 +1,7 @@
 // `tidegate forecast --input FILE.csv --column NAME --horizon HOURS
 //  [--time-column hour_start_s] [--where COL=VALUE] [--fill-gaps]
 //  [--model auto|NAME] [-o json|table] [--plot FILE.svg] [--start TIME] [--progress]`
-// (DESIGN.md §6): forecasts one hourly series offline with the
+// (docs/design.md §6): forecasts one hourly series offline with the
 // forecast/ library: every candidate model is backtested, the best is refitted
 // and its P10/P50/P90/P99 printed per hour.
 //

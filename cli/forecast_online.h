@@ -1,4 +1,4 @@
-// The online modes of `tidegate forecast|reserve|tide propose TEAM` (DESIGN.md
+// The online modes of `tidegate forecast|reserve|tide propose TEAM` (docs/design.md
 // §6-7): the series is the team's hourly usage in the broker's
 // ledger, and the broker's ForecastService fits it
 // (api/tidegate/v1/forecast.proto). A command is online when it names a TEAM

@@ -33,7 +33,7 @@ std::string Labels(const google::protobuf::Map<std::string, std::string>& labels
 
 std::string YesNo(bool b) { return b ? "yes" : "no"; }
 
-// A queued job that cannot fit under today's config at all (POLICY.md §2
+// A queued job that cannot fit under today's config at all (docs/policy.md §2
 // step 2): waiting does not help.
 bool ExceedsMax(const v1::JobInfo& job) {
   return job.state() == v1::JOB_STATE_QUEUED && absl::StartsWith(job.reason(), "exceeds_max");

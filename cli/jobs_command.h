@@ -1,4 +1,4 @@
-// The job subcommands (DESIGN.md §3, §7: AdmissionService), for team leads,
+// The job subcommands (docs/design.md §3, §7: AdmissionService), for team leads,
 // scripts and scheduler hooks:
 //
 //   tidegate admit --job ID --team T [--cluster C] [--replicas N | --elastic MIN:MAX]

@@ -1,4 +1,4 @@
-// tidegate: the command-line client (DESIGN.md §8, §9).
+// tidegate: the command-line client (docs/design.md §8, §9).
 #include <unistd.h>
 
 #include <iostream>

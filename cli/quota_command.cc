@@ -124,7 +124,7 @@ void PrintQuotaTable(const google::protobuf::RepeatedPtrField<v1::TeamInfo>& tea
     }
   }
   table.Print(out);
-  // The next tide change of each team that has a calendar (DESIGN.md §5).
+  // The next tide change of each team that has a calendar (docs/design.md §5).
   for (const v1::TeamInfo& team : teams) {
     if (team.next_tide_change_ms() <= 0) continue;
     out << "tide: " << team.name() << " changes at " << FormatTime(team.next_tide_change_ms()) << " to "

@@ -1,4 +1,4 @@
-// The quota subcommands (DESIGN.md §2, §7: QuotaService), for team leads:
+// The quota subcommands (docs/design.md §2, §7: QuotaService), for team leads:
 // what each team is guaranteed, uses, borrows, lends and waits for.
 //
 //   tidegate teams [-o table|json]
@@ -18,7 +18,7 @@
 //   loans: borrower, lender, resource, day, hours; one row per loan and day.
 //   usage: time, resource, used h, borrowed h, lent h, queued h; one row per
 //          step and resource.
-// share is the weighted dominant share of POLICY.md §5 (per mille of what the
+// share is the weighted dominant share of docs/policy.md §5 (per mille of what the
 // team may borrow, divided by its weight; "inf" for weight 0), 0 when it does
 // not borrow.
 // -o json prints one JSON line (docs/accounting.md), numbers as JSON numbers:

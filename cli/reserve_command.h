@@ -1,6 +1,6 @@
 // `tidegate reserve --prices PRICES.yaml --input FILE.csv --column NAME
 //  [--horizon 168] [--where COL=VALUE] [-o json|table] [--plot FILE.svg]`
-// (DESIGN.md §6): how many GPUs to reserve, from a forecast of the
+// (docs/design.md §6): how many GPUs to reserve, from a forecast of the
 // series' demand (forecast/reservation.h says how).
 //
 // PRICES.yaml, per GPU-hour:

@@ -134,7 +134,7 @@ void AddSimulateCommand(CLI::App& app, const Io& io, int* exit_code) {
   auto options = std::make_shared<SimulateOptions>();
   CLI::App* sub = app.add_subcommand(
       "simulate", "Run a scenario (config + events + expectations) on a virtual clock");
-  sub->add_option("SCENARIO", options->scenario_path, "Scenario file (YAML, DESIGN.md §9)")
+  sub->add_option("SCENARIO", options->scenario_path, "Scenario file (YAML, docs/design.md §9)")
       ->required();
   sub->add_option("-o,--output", options->output,
                   "jsonl: one JSON object per decision, then a summary (default); "

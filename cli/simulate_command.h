@@ -1,5 +1,5 @@
 // `tidegate simulate SCENARIO.yaml [-o jsonl|table] [--check] [--trace CSV
-//  [--trace-elastic]] [--progress]` (DESIGN.md §9): runs a scenario through the
+//  [--trace-elastic]] [--progress]` (docs/design.md §9): runs a scenario through the
 // broker core on a virtual clock. --trace-elastic replays the trace's
 // multi-GPU jobs as elastic jobs (sim::TracePlanOptions).
 //

@@ -1,6 +1,6 @@
 // `tidegate tide propose [TEAM] --input FILE.csv --column NAME [--team T]
 //  [--where COL=VALUE] [--max-windows 4] [--quantile 0.9] [--timezone UTC]
-//  [--resource gpu] [--start TIME]` (DESIGN.md §5-6): proposes tide
+//  [--resource gpu] [--start TIME]` (docs/design.md §5-6): proposes tide
 // rules for a team from its hour-of-week demand profile (forecast/tide.h) and
 // prints them on stdout as config YAML, ready to paste under the team.
 //

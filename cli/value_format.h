@@ -7,7 +7,7 @@
 //   - resources: GPU-like first ("gpu", "nvidia.com/gpu", "mig-1g.10gb"), then
 //     the rest by name; a list is written "gpu=32,cpu=4000", the --per-replica
 //     syntax;
-//   - job states lower case ("queued"), decisions as DESIGN.md §3 writes them
+//   - job states lower case ("queued"), decisions as docs/design.md §3 writes them
 //     ("ADMITTED_BORROWING");
 //   - times in UTC, RFC 3339 ("2024-05-01T13:05:12Z"); ages like "45s", "12m",
 //     "3h4m", "2d3h";
@@ -104,7 +104,7 @@ std::string StateName(v1::JobState state);
 // enum name ("JOB_STATE_QUEUED"); JOB_STATE_UNSPECIFIED is not accepted.
 absl::StatusOr<v1::JobState> ParseState(std::string_view flag, std::string_view text);
 
-// "ADMITTED", "ADMITTED_BORROWING", ..., the names DESIGN.md §3 uses.
+// "ADMITTED", "ADMITTED_BORROWING", ..., the names docs/design.md §3 uses.
 std::string DecisionName(v1::Decision decision);
 
 // ---------------------------------------------------------------- output

@@ -1,4 +1,4 @@
-// Rolling-origin backtest (DESIGN.md §6): fit a model on the first part of a
+// Rolling-origin backtest (docs/design.md §6): fit a model on the first part of a
 // series, then stand at every hour of the rest (the hold-out), forecast up to
 // `horizon` hours ahead with the parameters fixed, and compare with what
 // happened. The same origins and steps score every model, so their errors

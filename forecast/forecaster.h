@@ -1,4 +1,4 @@
-// Forecast one hourly series (DESIGN.md §6): backtest every candidate model
+// Forecast one hourly series (docs/design.md §6): backtest every candidate model
 // on the same hold-out, keep the one with the lowest MASE (ties: the earlier
 // candidate, i.e. the simpler one), refit it on the whole series and forecast
 // `horizon` hours with P10/P50/P90/P99 per step.

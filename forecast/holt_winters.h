@@ -1,5 +1,5 @@
 // Additive Holt–Winters with one or two seasonal periods and an optional
-// damped trend (DESIGN.md §6; Taylor 2003 for the double-seasonal form).
+// damped trend (docs/design.md §6; Taylor 2003 for the double-seasonal form).
 //
 // Error-correction form, for observation t = 0, 1, ... with seasons of m1 and
 // (optionally) m2 hours:

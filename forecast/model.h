@@ -1,4 +1,4 @@
-// The forecasting models' common vocabulary (DESIGN.md §6): which model, and
+// The forecasting models' common vocabulary (docs/design.md §6): which model, and
 // a fitted model's state that can absorb observations and forecast from where
 // it stands. The backtest (backtest.h) walks a state through the hold-out
 // hours, forecasting from every origin, without refitting.

@@ -1,4 +1,4 @@
-// Reservation sizing (DESIGN.md §6): how many GPUs to reserve for a term,
+// Reservation sizing (docs/design.md §6): how many GPUs to reserve for a term,
 // given a forecast's demand scenarios and the prices of reserved, on-demand
 // and spot GPU-hours.
 //

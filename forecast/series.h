@@ -1,5 +1,5 @@
 // An hourly series: equally spaced values, one per hour, checked for the
-// mistakes real exports contain (DESIGN.md §6). The forecasting models only
+// mistakes real exports contain (docs/design.md §6). The forecasting models only
 // ever see an HourlySeries, so they can assume "one value per hour, no holes".
 //
 // Times are kept in the input's own unit (seconds for `hour_start_s`, plain

@@ -1,4 +1,4 @@
-// Tide proposals (DESIGN.md §5, §6): turn a team's hour-of-week demand profile
+// Tide proposals (docs/design.md §5, §6): turn a team's hour-of-week demand profile
 // into a base guarantee plus a few calendar windows with a higher one, in the
 // config's TideRule shape (api/tidegate/v1/config.proto: days, from, to,
 // timezone, quota).

@@ -1,5 +1,5 @@
 // Accountant: turns what the broker holds over time into the ledger's usage
-// and loan rows (DESIGN.md §6). Pure: no clock, no I/O; time comes in with
+// and loan rows (docs/design.md §6). Pure: no clock, no I/O; time comes in with
 // each observation, and the input is plain structs, not the core's types.
 //
 // The model. An observation gives, at time now_ms, the quota tree per
@@ -14,7 +14,7 @@
 // name a leaf, an inner team (its own pool) or kFleetLender as the lender.
 // Usage rows exist for every team: a leaf's used and queued are its jobs';
 // an inner team's are its subtree's totals; borrowed is max(0, u − g) and
-// lent what teams outside it use of its guarantee (POLICY.md §1's u).
+// lent what teams outside it use of its guarantee (docs/policy.md §1's u).
 //
 // Figures that cannot be right (a negative quantity, e.g. a sum that wrapped
 // in the caller; a sum here that would overflow int64) are never recorded:

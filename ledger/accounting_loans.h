@@ -1,5 +1,5 @@
 // Who lends what to whom at one instant, for one resource, over the quota
-// tree (DESIGN.md §2, POLICY.md §1). Both the accounting of GPU-hours lent
+// tree (docs/design.md §2, docs/policy.md §1). Both the accounting of GPU-hours lent
 // (Accountant) and the live team view (`tidegate teams`) use this one rule,
 // so the two never disagree. docs/accounting.md states it for users.
 //
@@ -21,7 +21,7 @@
 // borrower's loans add up to what it borrows; a lender's to what it lends; at
 // every inner node n: Σ borrowed(children) + lent(n) = Σ lent(children) +
 // pool_lent(n) + borrowed(n), where borrowed(n) = max(0, u(n) − g(n)) with
-// POLICY.md's u(n) = Σ max(u(c), p(c)).
+// docs/policy.md's u(n) = Σ max(u(c), p(c)).
 //
 // Arithmetic on the given quantities is checked: a sum that overflows int64
 // marks that node (and so its subtree) unknown for this instant; it then
@@ -69,7 +69,7 @@ struct LoanShare {
 struct NodeFigures {
   bool known = true;
   int64_t jobs_used = 0;      // what its (subtree's) jobs hold
-  int64_t policy_used = 0;    // u(n) of POLICY.md §1: jobs plus idle private parts below
+  int64_t policy_used = 0;    // u(n) of docs/policy.md §1: jobs plus idle private parts below
   int64_t private_idle = 0;   // max(u(n), p(n)) − jobs_used: guarantee kept idle, never lent
   int64_t borrowed = 0;       // max(0, u(n) − g(n))
   double lent = 0;            // of its guarantee, what teams outside it use now

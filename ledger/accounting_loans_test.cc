@@ -132,7 +132,7 @@ TEST(AttributeLoansTest, AnEmptyTreeShowsPrivatePartsAsIdleNotAsUse) {
     EXPECT_EQ(a.nodes[team].private_idle, 8) << nodes[team].team;
     EXPECT_EQ(a.nodes[team].borrowed, 0) << nodes[team].team;
   }
-  EXPECT_EQ(a.nodes[kOrg].policy_used, 8);  // POLICY.md's u(org) counts training's private 8
+  EXPECT_EQ(a.nodes[kOrg].policy_used, 8);  // docs/policy.md's u(org) counts training's private 8
 }
 
 TEST(AttributeLoansTest, LendersAtTheSameDistanceShareInProportion) {

@@ -1,6 +1,6 @@
 // The ledger's storage: an append-only journal of the commands the core
 // applied, snapshots of the core's state, and query tables (jobs, hourly
-// usage, loans) that reads are served from. DESIGN.md §1.
+// usage, loans) that reads are served from. docs/design.md §1.
 //
 // Two implementations pass one conformance suite (ledger/store_conformance.h):
 // SQLite (WAL, the default) and in-memory (tests, simulations).

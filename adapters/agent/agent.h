@@ -1,4 +1,4 @@
-// The cluster agent (DESIGN.md §7): one per cluster, between a ClusterDriver
+// The cluster agent (docs/design.md §7): one per cluster, between a ClusterDriver
 // and the broker's AgentService.Connect stream (api/tidegate/v1/agent.proto).
 //
 // Every poll it observes the cluster and

@@ -1,4 +1,4 @@
-// What a cluster agent needs from its cluster (DESIGN.md §1 "adapters are
+// What a cluster agent needs from its cluster (docs/design.md §1 "adapters are
 // drivers, not deciders"): observe jobs and capacity, let a job run, signal
 // and stop a victim, and show a user why a job waits. One implementation per
 // cluster kind (adapters/slurm, adapters/sim); the Agent (agent.h) holds the

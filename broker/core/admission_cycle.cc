@@ -1,4 +1,4 @@
-// The admission cycle (POLICY.md §4): waiting reclaimers first, then every
+// The admission cycle (docs/policy.md §4): waiting reclaimers first, then every
 // pending job in queue order (or fair-share order, §5), each admitted, given
 // victims (victims_classical.cc, victims_fair_share.cc), or left waiting with
 // a reason; growth last (growth.cc).
@@ -37,7 +37,7 @@ void Decider::AdmitWaitersThatFit() {
     Job& job = s_.job(j);
     // Tested as §2 would test it with what its departed victims freed.
     // Between a tide lead and its change it must also fit under the coming
-    // quota (POLICY.md §6), else it keeps waiting for its victims.
+    // quota (docs/policy.md §6), else it keeps waiting for its victims.
     for (const auto& hold : job.holds) s_.AddUsage(hold.leaf, hold.cluster, hold.amount, -1);
     InvalidateGuardUsage();  // usage moved without a change stamp.
     const bool fits = Contested(job) == 0 && FitsGuards(job, job.demand);
@@ -267,7 +267,7 @@ Decider::Outcome Decider::TryAdmit(int j) {
   if (contested == 0) {
     if (!FitsGuards(job, job.demand)) {
       // Between a tide lead and its change only what the coming quota also
-      // holds is admitted (POLICY.md §6).
+      // holds is admitted (docs/policy.md §6).
       job.parked_stamp = s_.change_stamp();
       SetReason(job, kNoRoomUnderComingTide);
       return Outcome::kQueued;

@@ -1,10 +1,10 @@
-// The broker core: a pure, deterministic state machine (DESIGN.md §1).
+// The broker core: a pure, deterministic state machine (docs/design.md §1).
 //
 //   Apply(command, now) -> events
 //
 // No I/O, no threads, no clock: time is an argument, and the same sequence of
 // (command, now) pairs always yields byte-identical events. It implements
-// POLICY.md §1-6: several clusters, drain with grace periods, requeue of
+// docs/policy.md §1-6: several clusters, drain with grace periods, requeue of
 // victims, adopt, elastic growth and shrink with the resize protocol, and the
 // daily tide.
 //
@@ -59,7 +59,7 @@ struct TeamResourceView {
   Quantity guaranteed = 0;
   Quantity borrow_limit = kInfinite;  // kInfinite = unlimited.
   Quantity lend_limit = kInfinite;    // kInfinite = lends all.
-  Quantity used = 0;                  // u(n), POLICY.md §1.
+  Quantity used = 0;                  // u(n), docs/policy.md §1.
   Quantity borrowed = 0;              // max(0, u - g).
   Quantity queued = 0;                // demand of its (subtree's) queued jobs.
 };
@@ -68,7 +68,7 @@ struct TeamView {
   std::string parent;  // empty for a top-level team.
   bool leaf = true;
   double weight = 1;
-  double share = 0;          // weighted dominant share (POLICY.md §5), display only.
+  double share = 0;          // weighted dominant share (docs/policy.md §5), display only.
   int64_t running_jobs = 0;  // leaf: jobs holding capacity.
   int64_t queued_jobs = 0;   // leaf: jobs waiting.
   std::vector<TeamResourceView> resources;  // config resource order.
@@ -83,7 +83,7 @@ struct TeamView {
 
 class Broker {
  public:
-  // Validates `config` (POLICY.md §1) and builds the initial state at `now`.
+  // Validates `config` (docs/policy.md §1) and builds the initial state at `now`.
   // INVALID_ARGUMENT naming the team, cluster or field on a bad config;
   static absl::StatusOr<std::unique_ptr<Broker>> Create(const v1::Config& config, Time now);
   // Rebuilds a core from Snapshot(); it then behaves exactly like the

@@ -1,7 +1,7 @@
 // Elastic jobs through the core's public contract (broker.h): a tide lead
 // shrinks a borrower, a restored core keeps the schedule and the pending
 // shrink, and acks that are stale, out of range or at the deadline instant
-// (DESIGN.md §5, POLICY.md §4, §6).
+// (docs/design.md §5, docs/policy.md §4, §6).
 #include <string>
 #include <vector>
 

@@ -1,6 +1,6 @@
 // The core's verbs through its public contract (broker.h): bad input,
 // idempotent submission, admission, borrowing, reclaim with grace, quota
-// changes (POLICY.md §1-4).
+// changes (docs/policy.md §1-4).
 #include "broker/core/broker.h"
 
 #include <memory>

@@ -1,6 +1,6 @@
 // ComingUsage: the usage u(n) of every node under another compiled quota (a
 // tide's coming quota), from the same leaf usage, so the tide can ask "would
-// this fit after the change?" before the change (POLICY.md §1 sums, §6).
+// this fit after the change?" before the change (docs/policy.md §1 sums, §6).
 #ifndef TIDEGATE_BROKER_CORE_COMING_USAGE_H_
 #define TIDEGATE_BROKER_CORE_COMING_USAGE_H_
 
@@ -19,11 +19,11 @@ class ComingUsage {
   bool NodeFits(int n) const;          // u <= g + b (root: u <= g) on every resource.
   bool PathFits(int n) const;          // NodeFits for n and all its ancestors.
   bool WithinGuarantee(int n) const;   // u <= g on every resource.
-  // POLICY.md §2's fit test under this quota: extra_r <= max(0,
+  // docs/policy.md §2's fit test under this quota: extra_r <= max(0,
   // available(leaf)) on every r with extra_r > 0 (capacity is not tested:
   // it does not follow the tide).
   bool FitsWith(int leaf, const std::vector<Quantity>& extra) const;
-  // available(n) for resource r under this quota (POLICY.md §1).
+  // available(n) for resource r under this quota (docs/policy.md §1).
   Quantity Available(int n, int r) const;
 
  private:

@@ -140,7 +140,7 @@ bool IsGpuResource(const std::string& name) {
 
 // `resolved`: the tide calendar to reuse, or nullptr to resolve it here.
 // Long (about 220 lines) on purpose: one pass over the config in the order
-// POLICY.md §1 derives its quantities (resources, clusters, the tree, quota
+// docs/policy.md §1 derives its quantities (resources, clusters, the tree, quota
 // entries, sums, then potential and lendable), each step reading what the
 // previous ones built; the steps are marked by comments.
 static absl::StatusOr<CompiledConfig> CompileConfigWith(const v1::Config& config, const TideCalendar* resolved) {

@@ -1,5 +1,5 @@
 // The compiled configuration: the quota tree, clusters and policy options with
-// every derived quantity of POLICY.md §1 and §5 precomputed, indexed densely
+// every derived quantity of docs/policy.md §1 and §5 precomputed, indexed densely
 // (resources, clusters and nodes by small integers) for the hot path.
 #ifndef TIDEGATE_BROKER_CORE_CONFIG_H_
 #define TIDEGATE_BROKER_CORE_CONFIG_H_
@@ -54,13 +54,13 @@ struct NodeConfig {
   Fraction weight{1, 1};    // exact; may be 0.
   double weight_value = 1;  // for display.
 
-  // POLICY.md §1 names these g, b, l and p.
+  // docs/policy.md §1 names these g, b, l and p.
   std::vector<Quantity> guaranteed;    // g: guaranteed (subtree).
   std::vector<Quantity> borrow_limit;  // b: kInfinite when unset.
   std::vector<Quantity> lend_limit;    // l: kInfinite when unset.
   std::vector<Quantity> private_part;  // p = max(0, g - l), 0 when l unset.
   std::vector<Quantity> potential;  // available(n) with every usage 0.
-  std::vector<Quantity> lendable;   // POLICY.md §5 lendable_r(n) = P(parent(n)).
+  std::vector<Quantity> lendable;   // docs/policy.md §5 lendable_r(n) = P(parent(n)).
   std::vector<bool> share_resource; // n or its subtree has a quota entry for r.
 };
 
@@ -97,7 +97,7 @@ struct CompiledConfig {
   int num_resources() const { return static_cast<int>(resources.size()); }
 };
 
-// Validates (POLICY.md §1) and compiles. INVALID_ARGUMENT naming the team,
+// Validates (docs/policy.md §1) and compiles. INVALID_ARGUMENT naming the team,
 // cluster or field and the value. Tide rules are validated and resolved
 // (time zones loaded) into `tide`, not applied: compile
 // EffectiveConfig(config, tide, t) (tide.h) for the quota in force at t.

@@ -1,4 +1,4 @@
-// Config validation and the derived quantities of POLICY.md §1 and §5.
+// Config validation and the derived quantities of docs/policy.md §1 and §5.
 #include "broker/core/config.h"
 
 #include <string>

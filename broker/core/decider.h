@@ -1,5 +1,5 @@
 // Decider: what one Broker::Apply call does to the state. It records the
-// command, runs the work that fell due, and runs admission cycles (POLICY.md
+// command, runs the work that fell due, and runs admission cycles (docs/policy.md
 // §2, §4): admits, chooses victims (§3, §5), drains them and holds what they
 // free for the job that waits (§4), grows elastic jobs, and follows the tide
 // (§6). Every decision is an Event appended to State::out().
@@ -63,7 +63,7 @@ class Decider {
   std::optional<Time> NextTideEvent() const;
 
   // ---- the admission cycle (admission_cycle.cc)
-  // One admission cycle (POLICY.md §4): pending jobs in queue order (or
+  // One admission cycle (docs/policy.md §4): pending jobs in queue order (or
   // fair-share order), each admitted, given victims, or left waiting.
   void Cycle();
   // Writes a `queue` record for each job submitted in this call that is
@@ -78,7 +78,7 @@ class Decider {
   // State::waiters dropped).
   std::vector<int> Waiters();
   // Admits every waiting reclaimer that fits now, its departed victims'
-  // capacity counted as free (POLICY.md §4 as the project settles it).
+  // capacity counted as free (docs/policy.md §4 as the project settles it).
   void AdmitWaitersThatFit();
   void ClassicalPass();
   void FairSharePass();
@@ -89,10 +89,10 @@ class Decider {
   // One job: admitted, given victims (kWaiting), or left queued.
   Outcome TryAdmit(int j);
   void Admit(int j);
-  // The resources on which the job does not fit now (POLICY.md §2).
+  // The resources on which the job does not fit now (docs/policy.md §2).
   ResourceMask Contested(const Job& job) const;
   bool ExceedsMax(const Job& job) const;
-  // May the job look for victims at all (POLICY.md §3 gate (a)-(c))?
+  // May the job look for victims at all (docs/policy.md §3 gate (a)-(c))?
   bool PassesGate(const Job& job, ResourceMask contested) const;
 
   // ---- time (timers.cc)
@@ -114,7 +114,7 @@ class Decider {
   // at once if it fits, else requeued with a record saying why.
   void ResolveWaiting(int j);
 
-  // ---- elastic jobs (growth.cc): POLICY.md §4 Growth, DESIGN.md §5.
+  // ---- elastic jobs (growth.cc): docs/policy.md §4 Growth, docs/design.md §5.
   // Grows elastic jobs into free capacity, lowest share first.
   void GrowPass();
   // Does one more replica of `job` fit now (and under every tide guard)?
@@ -139,7 +139,7 @@ class Decider {
   // The borrowed part of j at its current size, and whether it borrows.
   NamedQuantities BorrowedPart(const Job& job, std::vector<Quantity>* by_resource) const;
 
-  // ---- tide (tide_reclaim.cc): POLICY.md §6.
+  // ---- tide (tide_reclaim.cc): docs/policy.md §6.
   // Runs the tide events due at `t`; true when something ran.
   bool RunTide(Time t);
   // At a boundary's lead: frees what the coming quota cannot hold on the

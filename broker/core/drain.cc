@@ -1,4 +1,4 @@
-// Drain and holds (POLICY.md §4): chosen victims drain for their grace
+// Drain and holds (docs/policy.md §4): chosen victims drain for their grace
 // period, and what they free is held for the job that waits for them until
 // it is admitted or gives up.
 #include <algorithm>
@@ -90,7 +90,7 @@ void Decider::Leave(int v, bool ended) {
   const int waiting = victim.drain_for;
   s_.RemoveRunning(v);
   if (waiting >= 0) {
-    // What it frees is held for the job that waits for it (POLICY.md §4).
+    // What it frees is held for the job that waits for it (docs/policy.md §4).
     Job& w = s_.job(waiting);
     s_.AddUsage(victim.team, victim.cluster, victim.demand, +1);
     w.holds.push_back({victim.team, victim.cluster, victim.demand});
@@ -148,7 +148,7 @@ void Decider::ResolveWaiting(int j) {
     return;
   }
   if (contested == 0) {
-    // Between a tide lead and its change (POLICY.md §6), as in TryAdmit.
+    // Between a tide lead and its change (docs/policy.md §6), as in TryAdmit.
     job.parked_stamp = s_.change_stamp();
     SetReason(job, kNoRoomUnderComingTide);
   } else {

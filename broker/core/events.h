@@ -1,5 +1,5 @@
 // What the core reports: one Event per decision or state change, in order.
-// The simulator prints them as JSON lines (DESIGN.md §9); the service answers
+// The simulator prints them as JSON lines (docs/design.md §9); the service answers
 // callers and journals them.
 #ifndef TIDEGATE_BROKER_CORE_EVENTS_H_
 #define TIDEGATE_BROKER_CORE_EVENTS_H_

@@ -1,4 +1,4 @@
-// Weighted dominant-resource shares (POLICY.md §5), exact.
+// Weighted dominant-resource shares (docs/policy.md §5), exact.
 #ifndef TIDEGATE_BROKER_CORE_FAIR_SHARE_H_
 #define TIDEGATE_BROKER_CORE_FAIR_SHARE_H_
 
@@ -34,7 +34,7 @@ bool FairBorrowing(const State& s, int n);
 using SubtreeHead = std::function<const QueueKey*(int n)>;
 
 // The leaf reached from the root by taking, at each level, the child with
-// the lowest share: the order in which fair sharing admits (POLICY.md §5)
+// the lowest share: the order in which fair sharing admits (docs/policy.md §5)
 // and growth grows (§4 "Growth"). Only children `head` names a job for take
 // part; equal shares go to the child whose head job comes first in queue
 // order, then to the first in config order. Shares are read from the state

@@ -1,4 +1,4 @@
-// Exact non-negative fractions for shares (POLICY.md §5: "shares are exact real
+// Exact non-negative fractions for shares (docs/policy.md §5: "shares are exact real
 // numbers, never rounded, compared exactly").
 #ifndef TIDEGATE_BROKER_CORE_FRACTION_H_
 #define TIDEGATE_BROKER_CORE_FRACTION_H_

@@ -1,4 +1,4 @@
-// Exact comparison of shares (POLICY.md §5: never rounded, compared exactly).
+// Exact comparison of shares (docs/policy.md §5: never rounded, compared exactly).
 #include "broker/core/fraction.h"
 
 #include <cmath>

@@ -1,5 +1,5 @@
-// Elastic jobs: growth into free capacity (POLICY.md §4 "Growth") and the
-// resize protocol (DESIGN.md §5): every size change is a request with an
+// Elastic jobs: growth into free capacity (docs/policy.md §4 "Growth") and the
+// resize protocol (docs/design.md §5): every size change is a request with an
 // epoch; a grow reserves capacity at the request, a shrink frees it at the
 // ack or at its deadline.
 #include <algorithm>

@@ -1,4 +1,4 @@
-// Job specs as the core accepts them (POLICY.md §2 inputs, docs/jobs.md):
+// Job specs as the core accepts them (docs/policy.md §2 inputs, docs/jobs.md):
 // bounds, parsing into a Job with defaults filled in, and the texts of a
 // refused spec.
 #include "broker/core/job_spec.h"
@@ -151,7 +151,7 @@ absl::Status CheckSubmitBounds(const v1::JobSpec& in, bool adopt) {
     positive |= q > 0;
     negative |= q < 0;  // ParseJobSpec names it.
   }
-  // adopt records what already runs, without quota checks (DESIGN.md §9).
+  // adopt records what already runs, without quota checks (docs/design.md §9).
   if (!adopt && !in.per_replica().empty() && !positive && !negative) {
     return absl::InvalidArgumentError(
         "per_replica: every quantity is 0; a job must ask for a positive amount of some resource");

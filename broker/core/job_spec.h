@@ -26,7 +26,7 @@ absl::StatusOr<Job> ParseSubmit(const CompiledConfig& config, const v1::JobSpec&
 
 // An adopted job as ParseJobSpec builds it, except that an elastic job found
 // running may state its current size in `replicas`: it is recorded at that
-// size, even outside [min, max] (adopt has no checks; DESIGN.md §9), and the
+// size, even outside [min, max] (adopt has no checks; docs/design.md §9), and the
 // ordinary rules grow or shrink it from there.
 absl::StatusOr<Job> ParseAdopted(const CompiledConfig& config, const v1::JobSpec& spec, Time now);
 

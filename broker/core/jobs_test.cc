@@ -1,4 +1,4 @@
-// A job's life from the caller's side (DESIGN.md §3): ended and rejected
+// A job's life from the caller's side (docs/design.md §3): ended and rejected
 // jobs stay known for the retention window, retried requests never start
 // finished work again, and every input is bounded and validated before it can
 // reach a sum.

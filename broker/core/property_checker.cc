@@ -54,7 +54,7 @@ std::string Checker::Step(const v1::Command& cmd, Time now) {
   }
   Usage before = check_ ? Recompute() : Usage{};
   // Nothing due before the command: every event comes from the command and
-  // the one cycle after it (DESIGN.md §1: Apply runs due work first).
+  // the one cycle after it (docs/design.md §1: Apply runs due work first).
   const std::optional<Time> due = broker_->NextDeadline();
   const bool nothing_due = !due || *due > now_;
 
@@ -181,7 +181,7 @@ std::optional<SpecInfo> Checker::Validate(const v1::JobSpec& s, bool adopt) cons
   if (s.has_elastic() && !info.elastic) return std::nullopt;
   const int64_t replicas = info.elastic ? info.min : s.has_replicas() ? s.replicas() : 1;
   if (replicas <= 0 || s.per_replica().empty()) return std::nullopt;
-  // REJECTED covers non-positive demand (DESIGN.md §3): some quantity > 0
+  // REJECTED covers non-positive demand (docs/design.md §3): some quantity > 0
   // (adopt records what already runs, without that check).
   if (!adopt && std::none_of(s.per_replica().begin(), s.per_replica().end(), [](const auto& kv) { return kv.second > 0; })) {
     return std::nullopt;

@@ -51,7 +51,7 @@ class Checker {
  private:
   std::optional<SpecInfo> Validate(const v1::JobSpec& s, bool adopt) const;
 
-  // ---- elastic jobs (DESIGN.md §5, POLICY.md §3-§4)
+  // ---- elastic jobs (docs/design.md §5, docs/policy.md §3-§4)
 
   static ElasticState AtMin(const SpecInfo& s);
 
@@ -86,7 +86,7 @@ class Checker {
   // drain (or shrink) for nobody.
   void Detach(const std::string& waiter);
 
-  // Capacity held for a waiting job by its departed victims (POLICY.md §4),
+  // Capacity held for a waiting job by its departed victims (docs/policy.md §4),
   // followed from the events alone.
   std::string Track(const Event& e);
 
@@ -94,7 +94,7 @@ class Checker {
   Usage Recompute(const std::set<std::string>* holding = nullptr) const;
   void Fold(const std::string& n, Usage* u) const;
 
-  // Over-use max(0, u - limit) of every constraint of POLICY.md §1 under the
+  // Over-use max(0, u - limit) of every constraint of docs/policy.md §1 under the
   // current model, in a fixed order; `name` (when given) gets each one's name.
   std::vector<Quantity> Excess(Usage& u, std::vector<std::string>* name = nullptr) const;
 
@@ -102,14 +102,14 @@ class Checker {
   // g(t))) at that moment) and, unless adopted, no over-use made larger.
   std::string CheckAdmit(const Event& e, const std::vector<Quantity>& baseline);
 
-  // available(n) (POLICY.md §1) from usage u.
+  // available(n) (docs/policy.md §1) from usage u.
   Quantity Available(Usage& u, const std::string& n, const std::string& r) const;
 
   // A job announced as exceeds_max really exceeds potential(t) (available(t)
-  // with every leaf at 0) or capacity(k) on some resource (POLICY.md §2).
+  // with every leaf at 0) or capacity(k) on some resource (docs/policy.md §2).
   bool ExceedsMax(const SpecInfo& s) const;
 
-  // No job waits while it fits (POLICY.md §2 step 1, §4 best_effort_fifo):
+  // No job waits while it fits (docs/policy.md §2 step 1, §4 best_effort_fifo):
   // after a step every queued job that is not waiting for victims has a
   // contested resource, except behind a strict_fifo team's blocked head.
   std::string CheckNoFittingJobWaits(Usage& u) const;

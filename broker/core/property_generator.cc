@@ -87,7 +87,7 @@ v1::Config RandomConfig(Rng& rng, const Options& opt) {
       break;
     default: break;
   }
-  // Shrinks happen in the classical search only (POLICY.md §6): elastic
+  // Shrinks happen in the classical search only (docs/policy.md §6): elastic
   // streams run it three times in four.
   if (opt.elastic && Chance(rng, 0.5)) pol->set_fair_sharing(false);
   if (opt.elastic && Chance(rng, 0.6)) {

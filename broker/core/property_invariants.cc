@@ -1,6 +1,6 @@
 // The checker's invariants, recomputed from scratch after every step:
 // feasibility, accounting, no job waits while it fits, exceeds_max, and the
-// elastic view (POLICY.md §1, §2, §4).
+// elastic view (docs/policy.md §1, §2, §4).
 #include "broker/core/property_checker.h"
 
 #include <algorithm>

@@ -1,5 +1,5 @@
 // Minimal reproducers of core bugs the property tests found (or that reading
-// the growth and admission code against POLICY.md suggested), kept as
+// the growth and admission code against docs/policy.md suggested), kept as
 // regression tests now that they are fixed. Linked into property_test.
 #include <memory>
 #include <string>
@@ -97,7 +97,7 @@ TEST(CoreRegressions, ZeroResizeTimeoutIsAConfigError) {
 // An elastic job with an unacked grow evicted whole: ChooseVictims calls
 // CancelResize first, which withdraws the grow silently (no record) and frees
 // the reserved replicas at once -- not held for the job that reclaims them
-// (POLICY.md §4: "no other job is admitted or grown into it"). Here x takes
+// (docs/policy.md §4: "no other job is admitted or grown into it"). Here x takes
 // them in the same cycle, and when e has left, w no longer fits: e was
 // evicted for nothing and w waits again.
 TEST(CoreRegressions, EvictingAJobWithAPendingGrowHoldsItForTheReclaimer) {
@@ -117,7 +117,7 @@ TEST(CoreRegressions, EvictingAJobWithAPendingGrowHoldsItForTheReclaimer) {
 // Not elastic-specific; found by the snapshot property (seed 16, shrunk).
 // A queued job whose victim search failed is parked (parked_stamp) and not
 // retried until the change stamp moves. But the search depends on `now`
-// through the lost-work order (POLICY.md §3 key 5): at +668s j32 sorts before
+// through the lost-work order (docs/policy.md §3 key 5): at +668s j32 sorts before
 // j9 and the pass fails; at +2694s j9 sorts first and the same state yields
 // victims. The original never retries; a restored core (parked_stamp is not
 // in the snapshot) does, so Restore(Snapshot()) diverges -- and the original

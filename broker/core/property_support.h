@@ -1,5 +1,5 @@
 // Property tests of the core: shared vocabulary. Our own model of the quota
-// tree (POLICY.md §1), the job and elastic state we follow from the events,
+// tree (docs/policy.md §1), the job and elastic state we follow from the events,
 // usage recomputed from scratch, and what the streams exercised (Coverage).
 // The checker (property_checker.h), the generator (property_generator.h),
 // the shrinker (property_shrink.h) and the tests (property_test.cc) build on it.
@@ -64,7 +64,7 @@ inline std::string Serialize(const Event& e) {
 
 // ---------------------------------------------------------------- the model
 
-// Our own reading of the quota tree (POLICY.md §1), from the config we built.
+// Our own reading of the quota tree (docs/policy.md §1), from the config we built.
 struct Model {
   struct Node {
     std::string parent;  // "" = top level
@@ -77,7 +77,7 @@ struct Model {
   std::map<std::string, std::map<std::string, v1::ResourceQuota>> quota;  // team -> r -> entry
   std::map<std::string, std::vector<std::string>> paths;                   // team -> top-level ... team
   // Derived.
-  // POLICY.md §1's g, b and p, per node and resource.
+  // docs/policy.md §1's g, b and p, per node and resource.
   std::map<std::string, std::map<std::string, Quantity>> guaranteed, borrow_limit, private_part;
 
   static Model From(const v1::Config& c) {
@@ -154,7 +154,7 @@ struct Model {
 struct SpecInfo {
   std::string team, cluster;
   std::map<std::string, Quantity> demand;  // requested resources only (an elastic job: at min)
-  // Elastic (DESIGN.md §5): admitted at `min`, grows and shrinks within [min, max].
+  // Elastic (docs/design.md §5): admitted at `min`, grows and shrinks within [min, max].
   bool elastic = false;
   int64_t min = 0, max = 0;
   std::map<std::string, Quantity> per_replica;

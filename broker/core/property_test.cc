@@ -3,7 +3,7 @@
 // random event streams (submit, resubmit, finish, checkpoint, set_quota,
 // ticks at NextDeadline(); adopt in one property), checked after every step
 // against invariants recomputed from scratch, independently of the core's own
-// bookkeeping (POLICY.md §1, §2, §4):
+// bookkeeping (docs/policy.md §1, §2, §4):
 //
 //   - feasibility: u(n) <= g(n) + b(n) for every team, u(root) <= total
 //     capacity, every cluster's jobs fit its capacity -- at every admission
@@ -22,7 +22,7 @@
 //     core restored from Snapshot() behaves exactly like the original.
 //
 // Elastic jobs (one property with ~30% elastic submits and ack_resize
-// commands; the snapshot property too; DESIGN.md §5, POLICY.md §3-§4): each
+// commands; the snapshot property too; docs/design.md §5, docs/policy.md §3-§4): each
 // elastic job's size and pending request are followed from the events and
 // the acks we send (admit -> min, grow -> to at once, shrink -> to at the
 // ack / deadline / finish, grow withdrawn at its deadline or when evicted,

@@ -1,4 +1,4 @@
-// The broker's dynamic state: jobs, per-node usage u(n) (POLICY.md §1), per
+// The broker's dynamic state: jobs, per-node usage u(n) (docs/policy.md §1), per
 // cluster usage, the pending queues and the timers. Plus the tree arithmetic
 // every rule is written in: available, potential, slack, within_guarantee.
 //
@@ -58,7 +58,7 @@ struct Job {
   int drain_for = -1;
   Time drain_deadline = -1;
 
-  // Queued, waiting for the victims it chose (POLICY.md §4).
+  // Queued, waiting for the victims it chose (docs/policy.md §4).
   int victims_left = 0;
   std::vector<int> victims;      // victims still draining for it.
   struct Hold {
@@ -78,7 +78,7 @@ struct Job {
   std::string reason;           // why it waits.
 
   // Elastic (elastic_max > 0): admitted with elastic_min replicas as a gang,
-  // then grows and shrinks one replica at a time (DESIGN.md §5).
+  // then grows and shrinks one replica at a time (docs/design.md §5).
   int64_t elastic_min = 0;
   int64_t elastic_max = 0;
   // The resize request not yet acknowledged: epoch, replicas before it and
@@ -105,7 +105,7 @@ struct Job {
 
 // A job that ended or was rejected, kept for the policy's retention window so
 // that queries still find it and a retried request cannot start it again
-// (DESIGN.md §3 idempotency).
+// (docs/design.md §3 idempotency).
 struct EndedJob {
   v1::JobSpec spec;             // normalized when accepted; as given when rejected.
   v1::JobState state = v1::JOB_STATE_ENDED;  // ENDED or REJECTED.
@@ -120,7 +120,7 @@ struct EndedJob {
 };
 
 // A pending job's place in queue order: priority high first, then
-// created_at, then id (POLICY.md §4).
+// created_at, then id (docs/policy.md §4).
 struct QueueKey {
   int32_t neg_priority;
   Time created_at;
@@ -134,12 +134,12 @@ struct QueueKey {
 };
 
 struct NodeState {
-  std::vector<Quantity> usage;     // u(n) (POLICY.md §1).
+  std::vector<Quantity> usage;     // u(n) (docs/policy.md §1).
   std::vector<int> running;        // leaf: jobs holding capacity (admitted, draining).
   std::set<QueueKey> pending;      // leaf: queued jobs in queue order.
   std::vector<Quantity> queued;    // leaf: demand of its queued jobs.
   // leaf: per resource, the demands of its queued jobs, so the cycle can skip
-  // a team none of whose jobs can fit in O(R) (POLICY.md §4 cost rule).
+  // a team none of whose jobs can fit in O(R) (docs/policy.md §4 cost rule).
   std::vector<std::multiset<Quantity>> pending_demand;
   std::set<QueueKey> growable;     // leaf: elastic jobs that may grow, queue order.
 };
@@ -212,7 +212,7 @@ class State {
   }
   Quantity cluster_used(int cluster, int r) const { return cluster_used_[cluster][r]; }
 
-  // ---- tree arithmetic (POLICY.md §1), all O(depth x R) or better.
+  // ---- tree arithmetic (docs/policy.md §1), all O(depth x R) or better.
   // available(n) for every resource, into out (size R).
   void Available(int n, std::vector<Quantity>* out) const;
   Quantity Slack(int n, int r) const {
@@ -252,7 +252,7 @@ class State {
   uint64_t change_stamp() const { return change_stamp_; }
   void Changed() { ++change_stamp_; }
   // Need a cycle not try `job` again? It failed at this stamp, and not in a
-  // victim search whose order has moved with time since (POLICY.md §3 key 5
+  // victim search whose order has moved with time since (docs/policy.md §3 key 5
   // makes lost work, and so the search, depend on now).
   bool Parked(const Job& job) const {
     if (job.parked_stamp != change_stamp_) return false;
@@ -268,7 +268,7 @@ class State {
 
   std::vector<Event>& out() { return out_; }
 
-  // ---- tide (tide.h, POLICY.md §6). Boundaries up to apply_cursor are in
+  // ---- tide (tide.h, docs/policy.md §6). Boundaries up to apply_cursor are in
   // force; leads of boundaries up to lead_cursor have run. A guard is the
   // compiled quota coming at a boundary whose lead ran but which is not yet
   // in force: admission and growth must fit it too.

@@ -1,4 +1,4 @@
-// The daily tide (DESIGN.md §5, POLICY.md §6): a team's quota follows a
+// The daily tide (docs/design.md §5, docs/policy.md §6): a team's quota follows a
 // weekly calendar of rules over its base quota. ResolveTide turns a config's
 // rules into a TideCalendar once, when the config is compiled: clocks parsed
 // and time zones resolved (the one place zoneinfo is read). Everything else

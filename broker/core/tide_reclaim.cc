@@ -1,4 +1,4 @@
-// The tide in the core (POLICY.md §6): at `tide_lead_s` before a boundary,
+// The tide in the core (docs/policy.md §6): at `tide_lead_s` before a boundary,
 // free what the coming quota cannot hold and guard admission against it;
 // at the boundary, put the new quota in force.
 #include <algorithm>

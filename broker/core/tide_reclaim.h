@@ -1,4 +1,4 @@
-// The tide in the core (POLICY.md §6): its schedule (the next lead and
+// The tide in the core (docs/policy.md §6): its schedule (the next lead and
 // boundary), the guards that keep admission and growth under a coming quota,
 // and reclaim at the lead. The Decider's tide verbs are defined in
 // tide_reclaim.cc too; the calendar itself (which rule is active when) is

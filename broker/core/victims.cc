@@ -31,7 +31,7 @@ u128 LostWork(const Job& job, Time now) {
   Time since = std::max(job.last_checkpoint, job.admitted_at);
   if (job.checkpoint_interval_ms > 0 && job.admitted_at >= 0 && now > job.admitted_at) {
     // A declared interval is a checkpoint at admitted_at + k x interval, the
-    // latest such instant not after now (DESIGN.md §5).
+    // latest such instant not after now (docs/design.md §5).
     const Time k = (now - job.admitted_at) / job.checkpoint_interval_ms;
     since = std::max(since, job.admitted_at + k * job.checkpoint_interval_ms);
   }

@@ -1,4 +1,4 @@
-// What both victim searches share (POLICY.md §3 "Order"): the Victim they
+// What both victim searches share (docs/policy.md §3 "Order"): the Victim they
 // return, the ordering key of a candidate, lost work, and who may be a
 // victim at all. The searches: victims_classical.h (§3) and
 // victims_fair_share.h (§5).
@@ -16,7 +16,7 @@ namespace tidegate::core {
 enum class VictimKind { kReclaim, kPriority, kFairShare };
 
 // A victim is evicted whole, or, an elastic job above its min, shrunk to
-// `shrink_to` replicas (POLICY.md §3: offered as a shrink first).
+// `shrink_to` replicas (docs/policy.md §3: offered as a shrink first).
 struct Victim {
   int job;
   VictimKind kind;
@@ -28,11 +28,11 @@ struct Victim {
 bool Shrinkable(const Job& job);
 
 // The list a candidate comes from, in the order the lists are concatenated
-// (POLICY.md §3): reclaim with the hierarchy advantage, reclaim by priority,
+// (docs/policy.md §3): reclaim with the hierarchy advantage, reclaim by priority,
 // then the preemptor's own team.
 enum class CandidateList { kHierarchy = 0, kPriority = 1, kSameTeam = 2 };
 
-// Ordering keys of one candidate (POLICY.md §3 "Order", keys 1-7, plus the
+// Ordering keys of one candidate (docs/policy.md §3 "Order", keys 1-7, plus the
 // list it belongs to for the concatenation). Smaller sorts first.
 struct CandidateKey {
   bool not_draining;   // draining groups come first across lists.

@@ -8,7 +8,7 @@
 namespace tidegate::core {
 namespace {
 
-// One candidate of POLICY.md §3: a job of the preemptor's team, or of
+// One candidate of docs/policy.md §3: a job of the preemptor's team, or of
 // another team met at ancestor `meeting`. Built by the two named
 // constructors, so no call site lists bools by position.
 struct Candidate {
@@ -192,7 +192,7 @@ bool BetweenWithinGuarantee(const State& s, const Candidate& c, ResourceMask con
   return false;
 }
 
-// The candidates of POLICY.md §3 for job J: its own team's (when within_team
+// The candidates of docs/policy.md §3 for job J: its own team's (when within_team
 // allows), then other teams' level by level up to the sharing domain D(t).
 // `any_other`: some other team's job is a candidate; `any_hierarchy`: some
 // was found with the hierarchy advantage (they choose the passes).
@@ -249,7 +249,7 @@ Candidates CollectCandidates(const State& s, const Job& J, ResourceMask conteste
   return out;
 }
 
-// One pass of POLICY.md §3 over the sorted candidates: remove them in order
+// One pass of docs/policy.md §3 over the sorted candidates: remove them in order
 // (what-if) until J fits (with borrowing allowed or not), then put back from
 // the second-last down what is not needed. nullopt when J never fits. The
 // state is unchanged on return.
@@ -279,7 +279,7 @@ std::optional<std::vector<Victim>> TryPass(State& s, const Job& J, LazySorted& s
     const Job& victim = s.job(c->job);
     int64_t& gone = taken[c->job];
     if (!c->key.whole_part) {
-      // A shrink: one replica at a time, down to min (POLICY.md §3).
+      // A shrink: one replica at a time, down to min (docs/policy.md §3).
       while (victim.replicas - gone > victim.elastic_min && !fit && !skip(*c)) {
         chosen.push_back({c->job, c->same_team, /*whole=*/false, what_if.Remove(c->job, 1)});
         ++gone;

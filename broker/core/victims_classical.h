@@ -1,4 +1,4 @@
-// Classical victim search (POLICY.md §3, fair sharing off): who makes room
+// Classical victim search (docs/policy.md §3, fair sharing off): who makes room
 // for a queued job. Candidates from the job's own team and, level by level up
 // to its sharing domain, from teams that borrow; tried in passes (with and
 // without borrowing), each on the live state with what-if removals that are

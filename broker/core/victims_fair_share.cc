@@ -37,7 +37,7 @@ struct FsCandidate {
   CandidateKey key;
 };
 
-// The teams victims are taken from, in the target order of POLICY.md §5
+// The teams victims are taken from, in the target order of docs/policy.md §5
 // (highest share first), each with its queue of candidates.
 class TargetTeams {
  public:
@@ -105,7 +105,7 @@ class TargetTeams {
   std::vector<bool> dropped_;
 };
 
-// The candidates of POLICY.md §5 for job J, in §3's order: its own team's
+// The candidates of docs/policy.md §5 for job J, in §3's order: its own team's
 // (when within_team allows), and the running jobs of every other leaf in the
 // sharing domain that borrows a contested resource (when reclaim allows).
 std::vector<FsCandidate> CollectCandidates(const State& s, const Job& J, int domain, ResourceMask contested) {

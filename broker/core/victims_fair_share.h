@@ -1,4 +1,4 @@
-// Fair-sharing victim search (POLICY.md §5, fair sharing on): candidates
+// Fair-sharing victim search (docs/policy.md §5, fair sharing on): candidates
 // taken from the team with the highest share first (the mirror of the
 // admission order), each eviction tested by the preemption strategies. Runs
 // on the live state with what-if removals undone before it returns.

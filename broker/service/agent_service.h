@@ -1,4 +1,4 @@
-// AgentService (api/tidegate/v1/agent.proto, DESIGN.md §1 and §7): the broker
+// AgentService (api/tidegate/v1/agent.proto, docs/design.md §1 and §7): the broker
 // end of the per-cluster agent streams.
 //
 // What arrives becomes core commands through the CoreLoop:

@@ -1,4 +1,4 @@
-// The single writer (DESIGN.md §1): one thread owns the broker core and the
+// The single writer (docs/design.md §1): one thread owns the broker core and the
 // ledger's Store. Handlers Submit() commands; the thread takes everything
 // queued as one batch, applies each command to the core, journals the batch
 // in one transaction (group commit), publishes a new immutable ReadModel for

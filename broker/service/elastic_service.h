@@ -1,4 +1,4 @@
-// ElasticService (DESIGN.md §5, §7): elastic training frameworks watch their
+// ElasticService (docs/design.md §5, §7): elastic training frameworks watch their
 // job's resize requests and ack them. Requests come from the core (growth,
 // reclaim shrinks, tide); acks go back to it as `ack_resize` commands.
 //

@@ -1,4 +1,4 @@
-// ForecastService (DESIGN.md §6-7; api/tidegate/v1/forecast.proto):
+// ForecastService (docs/design.md §6-7; api/tidegate/v1/forecast.proto):
 // forecasts, reservation sizing and tide proposals made from the ledger's
 // hourly usage rows (ledger/store.h UsageRow) with the forecast/ library.
 //

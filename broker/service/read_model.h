@@ -1,5 +1,5 @@
 // What readers see: an immutable picture of the broker published after each
-// group commit (DESIGN.md §1 "reads from snapshots"). Readers never touch the
+// group commit (docs/design.md §1 "reads from snapshots"). Readers never touch the
 // core; they hold a shared_ptr to the model of their choice.
 //
 // Jobs live in copy-on-write shards and teams in copy-on-write entries, so a

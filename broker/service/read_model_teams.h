@@ -2,7 +2,7 @@
 // the core's per-team views. Separate from the job read model so the rules
 // that team leads read live in one place:
 //   - used: what jobs hold (an inner team: its subtree's jobs), never the
-//     idle private parts POLICY.md's u(n) counts;
+//     idle private parts docs/policy.md's u(n) counts;
 //   - private: guarantee kept from lending that no job uses now;
 //   - borrowed: max(0, u − g) as the policy sees it (used + private − g);
 //   - lent: of its guarantee, what teams outside it use now, attributed by

@@ -1,4 +1,4 @@
-// The gRPC handlers (DESIGN.md §7): AdmissionService and QuotaService on the
+// The gRPC handlers (docs/design.md §7): AdmissionService and QuotaService on the
 // callback API. Writes go through the CoreLoop (answered after the group
 // commit); reads come from its published ReadModel or the ledger's query
 // tables. absl::Status becomes grpc::Status only here.

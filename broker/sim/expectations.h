@@ -1,4 +1,4 @@
-// Checking a scenario's `expect` list (DESIGN.md §9). Two kinds:
+// Checking a scenario's `expect` list (docs/design.md §9). Two kinds:
 //   {at, job, state, replicas?, borrowing?}  the job's state after every step
 //                                            at `at`, from the records;
 //   {at, by, preempted: [ids]}               exactly the victims chosen at

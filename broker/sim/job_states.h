@@ -1,5 +1,5 @@
 // Each job's state as the decision records tell it, for expectations
-// (DESIGN.md §9: "state after every event at `at`").
+// (docs/design.md §9: "state after every event at `at`").
 //
 //   admit   -> admitted (replicas; borrowing = some borrowed > 0)
 //   queue   -> queued

@@ -1,5 +1,5 @@
 // A tiny deterministic JSON writer for the simulator's JSON-lines output
-// (DESIGN.md §9). Same calls => byte-identical text: no locale, no
+// (docs/design.md §9). Same calls => byte-identical text: no locale, no
 // platform-dependent float formatting (doubles use std::to_chars' shortest
 // round-trip form), keys in the order they are written.
 //

@@ -1,4 +1,4 @@
-// The simulator's JSON-lines output (DESIGN.md §9): one object per core
+// The simulator's JSON-lines output (docs/design.md §9): one object per core
 // Event, then one summary object. Field order is fixed, so the same run always
 // prints the same bytes.
 //

@@ -1,4 +1,4 @@
-// What the simulator accepts of a scenario file (DESIGN.md §9), before any
+// What the simulator accepts of a scenario file (docs/design.md §9), before any
 // job is run: the checks that need no broker, the clock origin, and the
 // config the core is built from.
 #ifndef TIDEGATE_BROKER_SIM_SCENARIO_H_

@@ -363,7 +363,7 @@ absl::StatusOr<SimResult> Run::Go() {
   BuildInputs();
   RefreshGuarantees();
   RefreshCapacity();
-  // POLICY.md §4: a cycle runs on every tick too (lost work, and with it the
+  // docs/policy.md §4: a cycle runs on every tick too (lost work, and with it the
   // victim order, moves with time alone). As the service: tick_s 0 is 1 s.
   const int64_t tick_s = scenario_.policy().has_tick_s() ? scenario_.policy().tick_s() : 10;
   tick_ms_ = std::max<int64_t>(1, tick_s) * core::kMillisPerSecond;

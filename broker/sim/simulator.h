@@ -1,4 +1,4 @@
-// The scenario simulator (DESIGN.md §9): runs a v1::Scenario, optionally with
+// The scenario simulator (docs/design.md §9): runs a v1::Scenario, optionally with
 // a job trace, through the broker core on a virtual clock, and reports every
 // decision record, a summary and the expectations' results.
 //
@@ -16,7 +16,7 @@
 //   - expectations at `at` are checked after all of that.
 //   - every policy.tick_s (default 10; 0 counts as 1, as in the service)
 //     from start, an Apply(Tick)
-//     after the instant's events: a cycle on every tick (POLICY.md §4), since
+//     after the instant's events: a cycle on every tick (docs/policy.md §4), since
 //     lost work, and with it the victim order, moves with time alone.
 //
 // The run ends at the latest `at` of any event, trace row or expectation, or

@@ -1,4 +1,4 @@
-// The simulator's closing summary (DESIGN.md §9): per leaf team GPU-hours,
+// The simulator's closing summary (docs/design.md §9): per leaf team GPU-hours,
 // borrowed GPU-hours, wait percentiles, preemptions and lost GPU-hours; fleet
 // utilisation; reclaim latency p99; job counts.
 //

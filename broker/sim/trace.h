@@ -1,4 +1,4 @@
-// Job traces for `tidegate simulate --trace` (DESIGN.md §9, data/README.md):
+// Job traces for `tidegate simulate --trace` (docs/design.md §9, data/README.md):
 // a CSV with the header `job_id,team,submit_s,duration_s,gpus,gpu_type,status`,
 // one job per row, replayed as rigid submits against the scenario's config,
 // or, with `simulate --trace-elastic`, multi-GPU rows as elastic jobs.

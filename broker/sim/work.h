@@ -1,4 +1,4 @@
-// The simulator's model of each job's work (DESIGN.md §9 `run_s`).
+// The simulator's model of each job's work (docs/design.md §9 `run_s`).
 //
 // A job's progress advances while it is admitted (rigid jobs at rate 1: one
 // second of work per second; elastic jobs at replicas / max). When it starts (admitted, or readmitted), its

@@ -1,4 +1,4 @@
-# Runs the same simulation twice and requires byte-identical stdout (DESIGN.md
+# Runs the same simulation twice and requires byte-identical stdout (docs/design.md
 # §1: the core and the simulator are deterministic).
 #
 #   cmake -DCMD="bin|arg1|arg2" -DOUT=dir -P same_output_twice.cmake

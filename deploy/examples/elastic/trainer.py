@@ -4,7 +4,7 @@
 It stands in for a real elastic job (torchrun --nnodes=MIN:MAX, Ray Train
 with a (min, max) worker range): no GPU is used, the "training" is a step
 counter that advances at --rate steps per second per replica. What is real is
-the protocol with tidegated (DESIGN.md section 5):
+the protocol with tidegated (docs/design.md §5):
 
   1. Admit the job (elastic MIN:MAX) or, with --attach, follow an existing one;
      wait while it is queued.
