@@ -42,7 +42,7 @@ using SubtreeHead = std::function<const QueueKey*(int n)>;
 // new shares. The caller ensures head(kRootNode) is not nullptr.
 //
 // Victim search walks the mirror image (highest share first, with its own
-// tie rules): Ordering in victims_fair_share.cc.
+// tie rules): TargetTeams in victims_fair_share.cc.
 int LowestShareLeaf(const State& s, const SubtreeHead& head);
 
 }  // namespace tidegate::core

@@ -399,7 +399,7 @@ std::string Checker::CheckResized(const Event& e, const std::vector<Quantity>& b
   if (skip_borrowed_) want = e.borrowed;
   for (const auto& [r, d] : s.demand) {
     if (skip_borrowed_) break;
-    want.emplace_back(r, std::min(d, std::max<Quantity>(0, u.node[s.team][r] - model_.g.at(s.team).at(r))));
+    want.emplace_back(r, std::min(d, std::max<Quantity>(0, u.node[s.team][r] - model_.guaranteed.at(s.team).at(r))));
   }
   if (e.borrowed != want) {
     std::vector<std::string> got, exp;

@@ -220,7 +220,7 @@ std::string RunSeed(uint64_t seed, const Options& opt, bool check, v1::Config* c
       auto* set = cmd.mutable_set_quota();
       set->set_team(Pick(rng, names));
       const std::string& r = Pick(rng, checker.model().resources);
-      const Quantity g = checker.model().g.at(set->team()).at(r);
+      const Quantity g = checker.model().guaranteed.at(set->team()).at(r);
       (*set->mutable_quota())[r] = RandomQuota(rng, std::max<Quantity>(0, g + Uniform(rng, -3, 3)));
       steps->push_back({cmd, now});
       if (std::string err = checker.Step(cmd, now); !err.empty()) return err;

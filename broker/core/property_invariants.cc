@@ -30,7 +30,7 @@ Usage Checker::Recompute(const std::set<std::string>* holding) const {
   }
   for (const auto& t : model_.top) Fold(t, &u);
   for (const auto& r : model_.resources) {
-    for (const auto& t : model_.top) u.root[r] += std::max(u.node[t][r], model_.p.at(t).at(r));
+    for (const auto& t : model_.top) u.root[r] += std::max(u.node[t][r], model_.private_part.at(t).at(r));
   }
   return u;
 }
@@ -40,7 +40,7 @@ void Checker::Fold(const std::string& n, Usage* u) const {
   for (const auto& r : model_.resources) u->node[n][r] = 0;
   for (const auto& c : model_.nodes.at(n).children) {
     Fold(c, u);
-    for (const auto& r : model_.resources) u->node[n][r] += std::max(u->node[c][r], model_.p.at(c).at(r));
+    for (const auto& r : model_.resources) u->node[n][r] += std::max(u->node[c][r], model_.private_part.at(c).at(r));
   }
 }
 
@@ -48,7 +48,7 @@ std::vector<Quantity> Checker::Excess(Usage& u, std::vector<std::string>* name) 
   std::vector<Quantity> out;
   for (const auto& [n, node] : model_.nodes) {
     for (const auto& r : model_.resources) {
-      const Quantity limit = SatAdd(model_.g.at(n).at(r), model_.b.at(n).at(r));
+      const Quantity limit = SatAdd(model_.guaranteed.at(n).at(r), model_.borrow_limit.at(n).at(r));
       out.push_back(std::max<Quantity>(0, u.node[n][r] - limit));
       if (name) name->push_back(absl::StrCat("team ", n, " ", r, " (g+b ", limit, ")"));
     }
@@ -71,7 +71,7 @@ std::string Checker::CheckAdmit(const Event& e, const std::vector<Quantity>& bas
   Usage u = Recompute(&holding_);
   NamedQuantities want;
   for (const auto& [r, d] : s.demand) {
-    want.emplace_back(r, std::min(d, std::max<Quantity>(0, u.node[s.team][r] + d - model_.g.at(s.team).at(r))));
+    want.emplace_back(r, std::min(d, std::max<Quantity>(0, u.node[s.team][r] + d - model_.guaranteed.at(s.team).at(r))));
   }
   if (e.borrowed != want) {
     std::vector<std::string> got, exp;
@@ -98,8 +98,8 @@ std::string Checker::CheckAdmit(const Event& e, const std::vector<Quantity>& bas
 Quantity Checker::Available(Usage& u, const std::string& n, const std::string& r) const {
   Quantity avail = model_.TotalCapacity(r) - u.root[r];
   for (const std::string& a : model_.Path(n)) {
-    const Quantity slack = std::max<Quantity>(0, model_.p.at(a).at(r) - u.node[a][r]);
-    avail = std::min(SatSub(SatAdd(model_.g.at(a).at(r), model_.b.at(a).at(r)), u.node[a][r]),
+    const Quantity slack = std::max<Quantity>(0, model_.private_part.at(a).at(r) - u.node[a][r]);
+    avail = std::min(SatSub(SatAdd(model_.guaranteed.at(a).at(r), model_.borrow_limit.at(a).at(r)), u.node[a][r]),
                      SatAdd(slack, avail));
   }
   return avail;
@@ -109,7 +109,7 @@ bool Checker::ExceedsMax(const SpecInfo& s) const {
   Usage zero;
   for (const auto& t : model_.top) Fold(t, &zero);
   for (const auto& r : model_.resources) {
-    for (const auto& t : model_.top) zero.root[r] += std::max(zero.node[t][r], model_.p.at(t).at(r));
+    for (const auto& t : model_.top) zero.root[r] += std::max(zero.node[t][r], model_.private_part.at(t).at(r));
   }
   const auto& cap = model_.capacity.at(s.cluster);
   for (const auto& [r, d] : s.demand) {
@@ -224,7 +224,7 @@ std::string Checker::CheckState(const std::vector<Quantity>& baseline) {
     if (!view) return absl::StrCat("GetTeam(", n, ") is empty");
     for (const TeamResourceView& rv : view->resources) {
       const std::string& r = rv.resource;
-      const Quantity g = model_.g.at(n).at(r);
+      const Quantity g = model_.guaranteed.at(n).at(r);
       if (rv.guaranteed != g) return absl::StrCat("team ", n, " ", r, ": guaranteed ", rv.guaranteed, ", expected ", g);
       if (rv.used != u.node[n][r]) {
         return absl::StrCat("team ", n, " ", r, ": used ", rv.used, ", recomputed ", u.node[n][r]);

@@ -77,7 +77,8 @@ struct Model {
   std::map<std::string, std::map<std::string, v1::ResourceQuota>> quota;  // team -> r -> entry
   std::map<std::string, std::vector<std::string>> paths;                   // team -> top-level ... team
   // Derived.
-  std::map<std::string, std::map<std::string, Quantity>> g, b, p;
+  // docs/policy.md §1's g, b and p, per node and resource.
+  std::map<std::string, std::map<std::string, Quantity>> guaranteed, borrow_limit, private_part;
 
   static Model From(const v1::Config& c) {
     Model m;
@@ -117,12 +118,12 @@ struct Model {
     return total;
   }
 
-  // g, b, p for every node; false when an explicit inner guarantee is below
+  // guaranteed, borrow_limit, private_part for every node; false when an explicit inner guarantee is below
   // its children's sum.
   bool Derive() {
-    g.clear();
-    b.clear();
-    p.clear();
+    guaranteed.clear();
+    borrow_limit.clear();
+    private_part.clear();
     bool ok = true;
     for (const auto& t : top) ok &= DeriveNode(t);
     return ok;
@@ -132,19 +133,19 @@ struct Model {
     std::map<std::string, Quantity> sum;
     for (const auto& c : nodes.at(n).children) {
       ok &= DeriveNode(c);
-      for (const auto& r : resources) sum[r] += g[c][r];
+      for (const auto& r : resources) sum[r] += guaranteed[c][r];
     }
     for (const auto& r : resources) {
       const v1::ResourceQuota* e = nullptr;
       if (auto it = quota[n].find(r); it != quota[n].end()) e = &it->second;
       if (e && e->has_guaranteed()) {
-        g[n][r] = e->guaranteed();
-        if (!leaf(n) && sum[r] > g[n][r]) ok = false;
+        guaranteed[n][r] = e->guaranteed();
+        if (!leaf(n) && sum[r] > guaranteed[n][r]) ok = false;
       } else {
-        g[n][r] = leaf(n) ? 0 : sum[r];
+        guaranteed[n][r] = leaf(n) ? 0 : sum[r];
       }
-      b[n][r] = e && e->has_borrow_limit() ? e->borrow_limit() : kInfinite;
-      p[n][r] = e && e->has_lend_limit() ? std::max<Quantity>(0, g[n][r] - e->lend_limit()) : 0;
+      borrow_limit[n][r] = e && e->has_borrow_limit() ? e->borrow_limit() : kInfinite;
+      private_part[n][r] = e && e->has_lend_limit() ? std::max<Quantity>(0, guaranteed[n][r] - e->lend_limit()) : 0;
     }
     return ok;
   }

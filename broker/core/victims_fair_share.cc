@@ -37,10 +37,11 @@ struct FsCandidate {
   CandidateKey key;
 };
 
-// Per-team candidate queues and the target ordering of docs/policy.md §5.
-class Ordering {
+// The teams victims are taken from, in the target order of docs/policy.md §5
+// (highest share first), each with its queue of candidates.
+class TargetTeams {
  public:
-  Ordering(const State& s, int domain, int preemptor_team, std::map<int, std::deque<FsCandidate>> cands)
+  TargetTeams(const State& s, int domain, int preemptor_team, std::map<int, std::deque<FsCandidate>> cands)
       : s_(s), domain_(domain), t_(preemptor_team), cands_(std::move(cands)), dropped_(s.config().nodes.size(), false) {}
 
   std::deque<FsCandidate>& of(int team) { return cands_[team]; }
@@ -249,10 +250,10 @@ std::vector<Victim> FairShareVictims(State& s, int j, ResourceMask contested) {
   bool fit = false;
   std::map<int, std::deque<FsCandidate>> waiting;  // for the second strategy
   {
-    Ordering ordering(s, domain, t, std::move(by_team));
+    TargetTeams targets(s, domain, t, std::move(by_team));
     const bool first_lte = opt.strategy_lte_final;
-    for (int T = ordering.Next(); T >= 0 && !fit; T = ordering.Next()) {
-      auto& q = ordering.of(T);
+    for (int T = targets.Next(); T >= 0 && !fit; T = targets.Next()) {
+      auto& q = targets.of(T);
       if (T == t || within_guarantee) {
         const int cj = q.front().job;
         q.pop_front();
@@ -284,9 +285,9 @@ std::vector<Victim> FairShareVictims(State& s, int j, ResourceMask contested) {
     }
   }
   if (!fit && opt.strategy_lte_final && opt.strategy_lt_initial && !waiting.empty()) {
-    Ordering ordering(s, domain, t, std::move(waiting));
-    for (int T = ordering.Next(); T >= 0 && !fit; T = ordering.Next()) {
-      auto& q = ordering.of(T);
+    TargetTeams targets(s, domain, t, std::move(waiting));
+    for (int T = targets.Next(); T >= 0 && !fit; T = targets.Next()) {
+      auto& q = targets.of(T);
       const int lca = Lca(s, t, T);
       const Share preemptor_new = ShareOf(s, SideOf(s, lca, t));
       const Share target_old = ShareOf(s, SideOf(s, lca, T));
