@@ -2,7 +2,8 @@
 """Keeps docs/policy.md and docs/design.md honest: every section that code, CMake, protos,
 scenarios or docs cite as `policy.md §N` or `design.md §N` (with or without `docs/`, ranges
 like `§3-§4` and lists like `§1, §6` included) must exist as a `## N.` heading of that doc,
-and the rules must not defer to a text that is not in the repository.
+the rules must not defer to a text that is not in the repository, and every scenario
+policy.md names as pinning a rule must exist.
 
 Usage: check-doc-sections.py SOURCE_DIR. Exit 0 when all hold, 1 listing every problem."""
 import os
@@ -50,6 +51,11 @@ def main(root):
         for i, line in enumerate(open(path, encoding="utf-8"), 1):
             if DEFERRALS.search(line):
                 problems.append(f"docs/{doc}.md:{i}: defers to a text outside the repository: {line.strip()}")
+    # A rule pinned by a scenario names its file: it must exist.
+    policy = open(os.path.join(root, "docs", "policy.md"), encoding="utf-8").read()
+    for m in re.finditer(r"`((?:basics|elastic|kueue[a-z-]*|replay|spec)/[\w.-]+\.yaml)`", policy):
+        if not os.path.isfile(os.path.join(root, "tests", "scenarios", m.group(1))):
+            problems.append(f"docs/policy.md: names tests/scenarios/{m.group(1)}, which does not exist")
     for p in problems:
         print(p)
     if not problems:
