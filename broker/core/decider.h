@@ -92,7 +92,7 @@ class Decider {
   // The resources on which the job does not fit now (docs/policy.md §2).
   ResourceMask Contested(const Job& job) const;
   bool ExceedsMax(const Job& job) const;
-  // May the job look for victims at all (docs/policy.md §3 gate (a)-(c))?
+  // May the job look for victims at all (docs/policy.md §2 step 3, gate (a)-(c))?
   bool PassesGate(const Job& job, ResourceMask contested) const;
 
   // ---- time (timers.cc)
