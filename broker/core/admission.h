@@ -19,6 +19,8 @@ namespace tidegate::core {
 // the value. created_at defaults to `now`.
 // A time as reasons state it: "2026-01-05T18:27:00Z" (UTC).
 std::string ReasonTime(Time ms);
+// A victim of the tide's lead-time reclaim (reasons.cc).
+std::string TideDrainReason(const std::string& by, Time boundary, Time deadline);
 
 absl::StatusOr<Job> ParseJobSpec(const CompiledConfig& config, const v1::JobSpec& spec, Time now);
 // ParseJobSpec for a submit, which may not record a job that is already
@@ -97,6 +99,7 @@ class Admission {
   std::string BindingReason(const Job& job, ResourceMask contested) const;
   std::string ExceedsMaxReason(const Job& job) const;
   std::string BehindHeadReason(const Job& head) const;
+  std::string TideGuardReason(const Job& job) const;
   // Sets job.reason; a change is reported to readers (QuietlyChangedIds).
   void SetReason(Job& job, std::string reason);
   void ChooseVictims(int j, const std::vector<Victim>& victims);

@@ -16,7 +16,17 @@ std::string ReasonTime(Time ms) {
   return absl::FormatTime("%Y-%m-%dT%H:%M:%SZ", absl::FromUnixMillis(ms), absl::UTCTimeZone());
 }
 
+std::string TideDrainReason(const std::string& by, Time boundary, Time deadline) {
+  return absl::StrCat("draining for ", by, " (tide: its quota rises at ", ReasonTime(boundary), ") until ",
+                      ReasonTime(deadline), " at the latest");
+}
+
+// The bare code the admission paths set when only the tide guard refuses.
+constexpr char kBareTideReason[] = "tide: no room under the quota of the coming tide change";
+
 void Admission::SetReason(Job& job, std::string reason) {
+  // The tide guard's call sites name the code; its numbers are stated here.
+  if (reason == kBareTideReason) reason = TideGuardReason(job);
   if (job.reason == reason) return;
   job.reason = std::move(reason);
   s_.NoteQuietChange(job.id);  // readers re-read the job: no event names it.
@@ -86,6 +96,29 @@ std::string Admission::BindingReason(const Job& job, ResourceMask contested) con
                         " in use or kept for guarantees); it waits for borrowers to leave or jobs to end");
   }
   return "waiting";
+}
+
+std::string Admission::TideGuardReason(const Job& job) const {
+  const State::Tide& tide = s_.tide();
+  // FitsGuards has just filled guard_usage for the present state.
+  if (tide.guard_usage.size() != tide.guards.size()) return kBareTideReason;
+  for (size_t i = 0; i < tide.guards.size(); ++i) {
+    const ComingUsage& u = tide.guard_usage[i];
+    const NodeConfig& coming = tide.guards[i].config.nodes[job.team];
+    for (int r = 0; r < s_.R(); ++r) {
+      if (!(job.requested >> r & 1)) continue;
+      const Quantity can_take = std::max<Quantity>(0, u.Available(job.team, r));
+      if (job.demand[r] <= can_take) continue;
+      const std::string& res = s_.config().resources[r];
+      return absl::StrCat("tide: the job needs ", job.demand[r], " ", res, "; under the quota coming at ",
+                          ReasonTime(tide.guards[i].boundary), " ", coming.name, " can take ", can_take,
+                          " more (", coming.name, " then: ", coming.g[r], " guaranteed",
+                          coming.b[r] == kInfinite ? "" : absl::StrCat(" + ", coming.b[r], " borrow limit"),
+                          "); only what the coming quota also holds is admitted before it; it waits for the "
+                          "change or for jobs to end");
+    }
+  }
+  return kBareTideReason;
 }
 
 std::string Admission::BehindHeadReason(const Job& head) const {
