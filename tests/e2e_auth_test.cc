@@ -89,6 +89,17 @@ TEST_F(AuthTest, AgentActsForItsOwnClusterOnly) {
     EXPECT_EQ(s.error_code(), grpc::StatusCode::PERMISSION_DENIED);
     EXPECT_THAT(s.error_message(), HasSubstr("agent of cluster 'b'"));
     EXPECT_EQ(GetTeam(agent, "web").error_code(), grpc::StatusCode::PERMISSION_DENIED);
+    // tidegate-agent lists its cluster's jobs, and only those.
+    for (const auto& [cluster, code] : {std::pair{"a", grpc::StatusCode::OK},
+                                        std::pair{"b", grpc::StatusCode::PERMISSION_DENIED},
+                                        std::pair{"", grpc::StatusCode::PERMISSION_DENIED}}) {
+      grpc::ClientContext ctx;
+      v1::ListJobsRequest req;
+      req.set_cluster(cluster);
+      v1::ListJobsResponse resp;
+      EXPECT_EQ(v1::AdmissionService::NewStub(agent)->ListJobs(&ctx, req, &resp).error_code(), code) << cluster;
+      for (const auto& j : resp.jobs()) EXPECT_EQ(j.cluster(), "a");
+    }
   }
   // Cluster c's own agent gets its stream (c has no jobs to lose).
   EXPECT_TRUE(AgentHello(Channel("", "agent-c-token"), "c").ok());

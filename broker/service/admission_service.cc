@@ -219,18 +219,20 @@ grpc::ServerUnaryReactor* AdmissionServiceImpl::ListJobs(grpc::CallbackServerCon
     reactor->Finish(grpc::Status(grpc::StatusCode::NOT_FOUND, absl::StrCat("team '", req->team(), "' is not a team")));
     return reactor;
   }
-  const std::string query = absl::StrCat("jobs/", req->state(), "/", req->team());
+  const std::string query = absl::StrCat("jobs/", req->state(), "/", req->team(), "/", req->cluster());
   auto page = ParsePage(req->page_size(), req->page_token(), query);
   if (!page.ok()) {
     reactor->Finish(ToGrpc(page.status()));
     return reactor;
   }
   // One more than the page tells whether another page follows.
-  auto jobs = model->JobsAfter(req->team(), req->state(), page->after, static_cast<size_t>(page->size) + 1);
+  auto jobs = model->JobsAfter(req->team(), req->state(), page->after, static_cast<size_t>(page->size) + 1,
+                               req->cluster());
   if (req->state() == v1::JOB_STATE_REJECTED) {
     // The service's rejections are kept beside the model (recent_rejections.h).
     for (auto& r : rejections_.After(req->team(), page->after, static_cast<size_t>(page->size) + 1,
                                      model->now_ms())) {
+      if (!req->cluster().empty() && r.cluster() != req->cluster()) continue;
       jobs.push_back(std::make_shared<const v1::JobInfo>(std::move(r)));
     }
     std::sort(jobs.begin(), jobs.end(), [](const auto& a, const auto& b) { return a->job() < b->job(); });

@@ -228,6 +228,7 @@ grpc::ServerUnaryReactor* GuardedAdmission::ListJobs(grpc::CallbackServerContext
                                                      const v1::ListJobsRequest* req, v1::ListJobsResponse* resp) {
   CallScope scope;
   scope.team = req->team();
+  scope.cluster = req->cluster();
   std::string who;
   if (auto s = auth_->Check(*ctx, absl::StrCat(kAdmission, "ListJobs"), scope, &who); !s.ok()) return Refuse(ctx, s);
   ScopedOrigin origin(who, ctx->peer());
