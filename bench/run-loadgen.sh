@@ -3,16 +3,28 @@
 # commit, synchronous=FULL), runs the load generator against it, stops it.
 #   bench/run-loadgen.sh [CLIENTS] [SECONDS] [LOADGEN FLAGS...]
 # e.g. bench/run-loadgen.sh 32 10 --attack-streams 10000 --attack-clients 4
+# SECURE=1 runs the broker as on a network: TLS (deploy/security/issue-certs.sh),
+# a roles file and a bearer token; the load generator is an admin by token.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 clients=${1:-32}
 seconds=${2:-10}
 dir=$(mktemp -d)
 trap 'kill "$pid" 2>/dev/null || true; wait "$pid" 2>/dev/null || true; rm -rf "$dir"' EXIT
-build/bin/tidegated --config bench/loadgen.yaml --db "$dir/bench.db" --init --listen 127.0.0.1:0 --sync "${SYNC:-full}" >"$dir/out" 2>"$dir/err" &
+secure=()
+client=()
+if [ "${SECURE:-0}" = 1 ]; then
+  (cd "$dir" && sh "$OLDPWD/deploy/security/issue-certs.sh" 127.0.0.1 >/dev/null 2>&1)
+  openssl rand -hex 32 >"$dir/token"
+  build/bin/tidegate auth hash-token loadgen <"$dir/token" >"$dir/tokens"
+  printf 'principals:\n  loadgen: [admin]\n' >"$dir/roles.yaml"
+  secure=(--tls-cert "$dir/broker.crt" --tls-key "$dir/broker.key" --roles "$dir/roles.yaml" --tokens "$dir/tokens")
+  client=(--ca "$dir/ca.crt" --token-file "$dir/token")
+fi
+build/bin/tidegated --config bench/loadgen.yaml --db "$dir/bench.db" --init --listen 127.0.0.1:0 --sync "${SYNC:-full}" "${secure[@]}" >"$dir/out" 2>"$dir/err" &
 pid=$!
 for _ in $(seq 100); do grep -q "listening on" "$dir/out" && break; sleep 0.1; done
 addr=$(sed -n 's/^tidegated listening on //p' "$dir/out")
 [ -n "$addr" ] || { cat "$dir/err"; exit 1; }
-build/bin/tidegate-loadgen --server "$addr" --clients "$clients" --seconds "$seconds" "${@:3}"
+build/bin/tidegate-loadgen --server "$addr" --clients "$clients" --seconds "$seconds" "${client[@]}" "${@:3}"
 echo "tidegated RSS: $(ps -o rss= -p "$pid") KiB"
