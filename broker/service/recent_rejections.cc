@@ -29,12 +29,14 @@ void RecentRejections::Record(const v1::JobSpec& spec, bool known_team, const st
   job->mutable_spec()->clear_labels();
   job->mutable_spec()->set_team(job->team());
   job->mutable_spec()->set_cluster(job->cluster());
-  int64_t replicas = spec.replicas();
-  if (spec.has_elastic()) replicas = spec.elastic().min();
+  // As the core would have counted it (replicas default to 1), where that
+  // can be counted at all: a rejected demand may be the one that overflows.
+  const int64_t replicas = spec.has_elastic() ? spec.elastic().min() : std::max<int64_t>(1, spec.replicas());
   job->set_replicas(replicas);
   for (const auto& [name, q] : spec.per_replica()) {
-    if (name.size() > 253) continue;
-    (*job->mutable_demand())[name] = q;
+    int64_t total = 0;
+    if (name.size() > 253 || __builtin_mul_overflow(q, replicas, &total)) continue;
+    (*job->mutable_demand())[name] = total;
   }
 
   const std::string bucket = known_team ? spec.team() : kUnknownTeamBucket;

@@ -34,7 +34,8 @@ TEST(RecentRejectionsTest, KeepsTheFinalStateTimesAndReasonForTheWindow) {
   EXPECT_EQ(j->created_at_ms(), 1000);
   EXPECT_EQ(j->ended_at_ms(), 1000);
   EXPECT_EQ(j->reason(), "per_replica.gpu: ...");
-  EXPECT_EQ(j->demand().at("gpu"), 4);
+  EXPECT_EQ(j->replicas(), 2);
+  EXPECT_EQ(j->demand().at("gpu"), 8);  // 2 replicas of 4
   EXPECT_TRUE(j->spec().labels().empty());  // kept small
   EXPECT_FALSE(r.Find("j1", 1000 + 24 * kHour).has_value());  // the window is over
   // Nothing is kept with retention 0, nor for an id no job can have.
