@@ -292,6 +292,58 @@ TEST_F(JobsE2eTest, AnElasticJobWithAPendingGrowShowsItsSizeNowAndTheRequest) {
   ASSERT_TRUE(Release("e1").ok());
 }
 
+// A team that may not reclaim and cannot fit anything is not tried each
+// cycle, yet its head's reason follows usage: after another team's job ends
+// the numbers say so. The everyday list (no state) leaves ended jobs out.
+TEST_F(JobsE2eTest, AWaitingJobsNumbersFollowUsageAndEndedJobsLeaveTheLiveList) {
+  testing::TempDir dir;
+  const std::string config = dir.File("tidegate.yaml");
+  std::ofstream(config) << R"(
+clusters:
+  - {name: k, capacity: {gpu: 8}}
+teams:
+  - {name: a, quota: {gpu: {guaranteed: 4}}, preemption: {reclaim: never}}
+  - {name: b, quota: {gpu: {guaranteed: 4}}}
+policy: {tick_s: 1}
+)";
+  testing::ServerProcess server(config, dir.File("tidegate.db"));
+  ASSERT_TRUE(server.Start()) << server.Stderr();
+  auto stub = v1::AdmissionService::NewStub(server.Channel());
+  auto admit = [&](const std::string& id, const std::string& team, int64_t gpus) {
+    grpc::ClientContext ctx;
+    v1::AdmitRequest req;
+    *req.mutable_job() = Job(id, team, gpus);
+    v1::AdmitResponse resp;
+    EXPECT_TRUE(stub->Admit(&ctx, req, &resp).ok()) << id;
+  };
+  auto reason = [&](const std::string& id) {
+    grpc::ClientContext ctx;
+    v1::GetJobRequest req;
+    req.set_job(id);
+    v1::JobInfo job;
+    EXPECT_TRUE(stub->GetJob(&ctx, req, &job).ok());
+    return job.reason();
+  };
+  admit("b1", "b", 4);
+  admit("b2", "b", 3);
+  admit("b3", "b", 1);
+  admit("a1", "a", 2);
+  EXPECT_THAT(reason("a1"), HasSubstr("k has 0 of 8 free"));
+  {
+    grpc::ClientContext ctx;
+    v1::ReleaseRequest req;
+    req.set_job("b3");
+    v1::ReleaseResponse resp;
+    ASSERT_TRUE(stub->Release(&ctx, req, &resp).ok());
+  }
+  EXPECT_THAT(reason("a1"), HasSubstr("capacity k gpu: the job needs 2; k has 1 of 8 free"));
+  grpc::ClientContext ctx;
+  v1::ListJobsResponse live;
+  ASSERT_TRUE(stub->ListJobs(&ctx, v1::ListJobsRequest(), &live).ok());
+  for (const auto& j : live.jobs()) EXPECT_NE(j.job(), "b3") << "an ended job in the live list";
+  EXPECT_EQ(live.jobs_size(), 3);
+}
+
 // SIGTERM while `admit --wait` and unary calls run: the stream ends
 // UNAVAILABLE and the CLI reconnects; every unary call that fails, in flight
 // or arriving during the shutdown, fails UNAVAILABLE (exit 5, safe to retry),

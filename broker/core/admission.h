@@ -100,6 +100,9 @@ class Admission {
   std::string ExceedsMaxReason(const Job& job) const;
   std::string BehindHeadReason(const Job& head) const;
   std::string TideGuardReason(const Job& job) const;
+  // The head of a team that cannot fit anything is not tried; its reason
+  // is recomputed so that its numbers follow usage.
+  void RefreshStuckHead(int team);
   // Sets job.reason; a change is reported to readers (QuietlyChangedIds).
   void SetReason(Job& job, std::string reason);
   void ChooseVictims(int j, const std::vector<Victim>& victims);

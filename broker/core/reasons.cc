@@ -121,6 +121,23 @@ std::string Admission::TideGuardReason(const Job& job) const {
   return kBareTideReason;
 }
 
+void Admission::RefreshStuckHead(int team) {
+  const NodeState& ns = s_.ns(team);
+  if (ns.pending.empty()) return;
+  Job& head = s_.job(ns.pending.begin()->job);
+  if (head.victims_left > 0) return;
+  // A requeued victim keeps its reason (when it may preempt again) until
+  // its backoff ends.
+  const Time backoff = s_.config().policy.requeue_backoff_s * kMillisPerSecond;
+  if (head.requeued_at >= 0 && s_.now() < head.requeued_at + backoff) return;
+  if (ExceedsMax(head)) {
+    SetReason(head, ExceedsMaxReason(head));
+    return;
+  }
+  const ResourceMask contested = Contested(head);
+  if (contested != 0) SetReason(head, BindingReason(head, contested));
+}
+
 std::string Admission::BehindHeadReason(const Job& head) const {
   return absl::StrCat("strict_fifo: behind strict-FIFO head ", head.id, " of ", s_.node(head.team).name,
                       ", which cannot be admitted yet (see its reason)");

@@ -190,7 +190,7 @@ std::vector<std::shared_ptr<const v1::JobInfo>> ReadModel::JobsAfter(const std::
     for (const auto& [id, job] : *shard) {
       if (!team.empty() && job->team() != team) continue;
       if (!cluster.empty() && job->cluster() != cluster) continue;
-      if (state != v1::JOB_STATE_UNSPECIFIED && job->state() != state) continue;
+      if (state == v1::JOB_STATE_UNSPECIFIED ? !Live(job->state()) : job->state() != state) continue;
       if (!after.empty() && id <= after) continue;
       candidates.push_back(&job);
     }
