@@ -5,6 +5,8 @@
 # e.g. bench/run-loadgen.sh 32 10 --attack-streams 10000 --attack-clients 4
 # LEDGER=postgres runs against a throw-away PostgreSQL (tests/postgres/
 # with_postgres.sh); LEDGER=both runs SQLite, then PostgreSQL, in one go.
+# SECURE=1 runs the broker as on a network: TLS (deploy/security/issue-certs.sh),
+# a roles file and a bearer token; the load generator is an admin by token.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 clients=${1:-32}
@@ -29,10 +31,20 @@ else
   db=$dir/bench.db
   listen=127.0.0.1:0
 fi
-build/bin/tidegated --config bench/loadgen.yaml --db "$db" --init --listen "$listen" --sync "${SYNC:-full}" >"$dir/out" 2>"$dir/err" &
+secure=()
+client=()
+if [ "${SECURE:-0}" = 1 ]; then
+  (cd "$dir" && sh "$OLDPWD/deploy/security/issue-certs.sh" 127.0.0.1 >/dev/null 2>&1)
+  openssl rand -hex 32 >"$dir/token"
+  build/bin/tidegate auth hash-token loadgen <"$dir/token" >"$dir/tokens"
+  printf 'principals:\n  loadgen: [admin]\n' >"$dir/roles.yaml"
+  secure=(--tls-cert "$dir/broker.crt" --tls-key "$dir/broker.key" --roles "$dir/roles.yaml" --tokens "$dir/tokens")
+  client=(--ca "$dir/ca.crt" --token-file "$dir/token")
+fi
+build/bin/tidegated --config bench/loadgen.yaml --db "$db" --init --listen "$listen" --sync "${SYNC:-full}" "${secure[@]}" >"$dir/out" 2>"$dir/err" &
 pid=$!
 for _ in $(seq 100); do grep -q "listening on [^ ]*$" "$dir/out" && break; sleep 0.1; done
 addr=$(sed -n 's/^tidegated listening on \([^ ]*\)$/\1/p' "$dir/out" | tail -n 1)
 [ -n "$addr" ] || { cat "$dir/err"; exit 1; }
-build/bin/tidegate-loadgen --server "$addr" --clients "$clients" --seconds "$seconds" "${@:3}"
+build/bin/tidegate-loadgen --server "$addr" --clients "$clients" --seconds "$seconds" "${client[@]}" "${@:3}"
 echo "tidegated RSS: $(ps -o rss= -p "$pid") KiB"

@@ -4,7 +4,7 @@
 #include <string>
 
 #include "CLI/CLI.hpp"
-#include "cli/auth_audit_command.h"
+#include "cli/history_command.h"
 #include "cli/auth_command.h"
 #include "cli/client.h"
 #include "cli/config_command.h"
@@ -47,7 +47,7 @@ int RunTidegate(int argc, const char* const* argv, const Io& io) {
   AddReserveCommand(app, io, &exit_code);
   AddTideProposeCommand(app, io, &exit_code);
   AddAuthCommand(app, io, &std::cin, &exit_code);
-  AddAuditCommand(app, io, &exit_code);
+  AddHistoryCommand(app, io, &exit_code);
 
   try {
     app.parse(argc, argv);

@@ -64,6 +64,9 @@ int ExitCodeFor(grpc::StatusCode code) {
     case grpc::StatusCode::UNAVAILABLE:
     case grpc::StatusCode::DEADLINE_EXCEEDED:
       return kExitUnavailable;
+    case grpc::StatusCode::UNAUTHENTICATED:
+    case grpc::StatusCode::PERMISSION_DENIED:
+      return kExitNotAllowed;
     default:
       return kExitServerError;
   }

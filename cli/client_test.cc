@@ -58,6 +58,8 @@ TEST(ExitCodeForTest, EachStatusHasItsDocumentedCode) {
   EXPECT_EQ(ExitCodeFor(StatusCode::INTERNAL), 6);
   EXPECT_EQ(ExitCodeFor(StatusCode::UNIMPLEMENTED), 6);
   EXPECT_EQ(ExitCodeFor(StatusCode::CANCELLED), 6);
+  EXPECT_EQ(ExitCodeFor(StatusCode::UNAUTHENTICATED), 7);
+  EXPECT_EQ(ExitCodeFor(StatusCode::PERMISSION_DENIED), 7);
 }
 
 TEST(DescribeRpcErrorTest, CodeThenMessage) {

@@ -29,16 +29,23 @@ inline constexpr int kExitConflict = 4;
 // retrying is safe because Admit with the same id and spec is idempotent.
 inline constexpr int kExitUnavailable = 5;
 // Any other error the broker or the RPC layer reported (INTERNAL, UNKNOWN,
-// UNIMPLEMENTED, PERMISSION_DENIED, ...).
+// UNIMPLEMENTED, ...).
 inline constexpr int kExitServerError = 6;
+// The broker does not know who is asking (UNAUTHENTICATED: no certificate or
+// token, or a revoked token) or the caller lacks the role (PERMISSION_DENIED).
+// Its own code because retrying cannot help and a script should not treat it
+// as a broker fault: fix the credentials or the roles file.
+inline constexpr int kExitNotAllowed = 7;
 // Interrupted by Ctrl-C (SIGINT) or SIGTERM, as shells report it (128 + 2).
 inline constexpr int kExitInterrupted = 130;
 
 inline constexpr char kExitCodesHelp[] =
     "Exit codes:\n"
-    "    0  ok (admit: any decision but REJECTED; admit --wait: admitted)\n"
-    "    1  the answer is no: expectations failed (simulate --check), or the\n"
-    "       job was not admitted (admit --wait: it ended or was rejected, or\n"
+    "    0  ok (admit: any decision but REJECTED or ENDED; admit --wait:\n"
+    "       admitted)\n"
+    "    1  the answer is no: expectations failed (simulate --check), admit of\n"
+    "       a job that already ended, or the job was not admitted (admit --wait:\n"
+    "       it ended, was rejected or exceeds its team's maximum, or\n"
     "       --wait-timeout passed)\n"
     "    2  bad input: an unknown flag or subcommand, a malformed value or file,\n"
     "       a scenario the simulator refuses, or a request the broker refused\n"
@@ -50,6 +57,8 @@ inline constexpr char kExitCodesHelp[] =
     "       (UNAVAILABLE, DEADLINE_EXCEEDED); retrying is safe (admit is\n"
     "       idempotent: the same id and spec returns the same decision)\n"
     "    6  any other broker error (INTERNAL, UNIMPLEMENTED, ...)\n"
+    "    7  not allowed: no identity or an unknown token (UNAUTHENTICATED), or\n"
+    "       a role is missing (PERMISSION_DENIED, naming it)\n"
     "  130  interrupted (Ctrl-C)\n"
     "Errors go to stderr; a broker's as `tidegate: CODE: message`.";
 

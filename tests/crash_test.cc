@@ -3,6 +3,11 @@
 // rounds, seeded). After each restart every acknowledged decision is there,
 // nothing unacknowledged is half-applied (usage equals the demand of the jobs
 // that hold capacity), and at the end `tidegate ledger verify` passes.
+//
+// The broker runs as it would on a network: TLS (certificates issued by
+// deploy/security/issue-certs.sh), a roles file and bearer tokens. The clients
+// are a scheduler of both teams; the checks after each restart read as admin.
+// The journal's record of who asked survives the crashes.
 #include <atomic>
 #include <cstdlib>
 #include <fstream>
@@ -12,6 +17,8 @@
 #include <set>
 #include <thread>
 
+#include "broker/service/auth_files.h"
+#include "cli/auth_channel.h"
 #include "gtest/gtest.h"
 #include "tests/support/server_process.h"
 #include "tidegate/v1/service.grpc.pb.h"
@@ -28,7 +35,43 @@ teams:
 policy: {default_grace_s: 0, tick_s: 1}
 )";
 
+constexpr char kRoles[] = R"(
+principals:
+  root: [admin]
+  sched: [{scheduler: [red, blue]}]
+)";
+
 constexpr int kRounds = 4;
+
+// TLS material, roles and tokens in `dir`; false if openssl failed.
+bool SetUpSecurity(const testing::TempDir& dir) {
+  const char* source = std::getenv("TIDEGATE_SOURCE_DIR");
+  const std::string script = std::string(source ? source : ".") + "/deploy/security/issue-certs.sh";
+  if (std::system(("cd '" + dir.path() + "' && sh '" + script + "' 127.0.0.1 >/dev/null 2>&1").c_str()) != 0) {
+    return false;
+  }
+  std::ofstream(dir.File("roles.yaml")) << kRoles;
+  std::ofstream(dir.File("tokens")) << "root " << service::auth::Sha256Hex("root-token") << "\n"
+                                    << "sched " << service::auth::Sha256Hex("sched-token") << "\n";
+  return true;
+}
+
+std::vector<std::string> SecureFlags(const testing::TempDir& dir) {
+  return {"--tls-cert", dir.File("broker.crt"), "--tls-key", dir.File("broker.key"),
+          "--roles",    dir.File("roles.yaml"), "--tokens",  dir.File("tokens")};
+}
+
+// A TLS channel that verifies the broker against the test CA, with a token.
+std::shared_ptr<grpc::Channel> SecureChannel(const testing::TempDir& dir, const testing::ServerProcess& server,
+                                             const std::string& token) {
+  cli::ChannelSecurity security;
+  security.tls = true;
+  security.ca = dir.File("ca.crt");
+  security.token = token;
+  auto channel = cli::MakeBrokerChannel(server.address(), security, grpc::ChannelArguments());
+  EXPECT_TRUE(channel.ok()) << channel.status();
+  return *channel;
+}
 constexpr int kClients = 4;
 
 struct Acked {
@@ -85,12 +128,13 @@ TEST(CrashTest, KillNineLosesNothingAcknowledgedAndLedgerVerifies) {
   const std::string config = dir.File("tidegate.yaml");
   std::ofstream(config) << kConfig;
   const std::string db = dir.File("tidegate.db");
+  ASSERT_TRUE(SetUpSecurity(dir)) << "openssl failed";
   Acked acked;
   std::mt19937 rng(20261122);
   for (int round = 0; round < kRounds; ++round) {
-    testing::ServerProcess server(config, db);
+    testing::ServerProcess server(config, db, SecureFlags(dir));
     ASSERT_TRUE(server.Start()) << server.Stderr();
-    auto channel = server.Channel();
+    auto channel = SecureChannel(dir, server, "sched-token");
     std::atomic<bool> stop{false};
     std::vector<std::thread> clients;
     for (int c = 0; c < kClients; ++c) clients.emplace_back(Client, channel, round, c, &stop, &acked);
@@ -100,10 +144,11 @@ TEST(CrashTest, KillNineLosesNothingAcknowledgedAndLedgerVerifies) {
     for (auto& t : clients) t.join();
 
     // Restart: everything acknowledged is there; released jobs have ended.
-    testing::ServerProcess again(config, db);
+    testing::ServerProcess again(config, db, SecureFlags(dir));
     ASSERT_TRUE(again.Start()) << again.Stderr();
-    auto stub = v1::AdmissionService::NewStub(again.Channel());
-    auto quota = v1::QuotaService::NewStub(again.Channel());
+    auto admin = SecureChannel(dir, again, "root-token");
+    auto stub = v1::AdmissionService::NewStub(admin);
+    auto quota = v1::QuotaService::NewStub(admin);
     std::lock_guard<std::mutex> lock(acked.mu);
     for (const auto& job : acked.admitted) {
       grpc::ClientContext ctx;
@@ -157,6 +202,13 @@ TEST(CrashTest, KillNineLosesNothingAcknowledgedAndLedgerVerifies) {
   std::ifstream out(dir.File("verify.txt"));
   std::string text((std::istreambuf_iterator<char>(out)), std::istreambuf_iterator<char>());
   EXPECT_EQ(rc, 0) << text;
+  // Every acknowledged admit is recorded as the scheduler's.
+  const std::string history = testing::ServerProcess::BinDir() + "/tidegate history --db " + db +
+                              " --kind admit --principal sched -o json > " + dir.File("history.json");
+  ASSERT_EQ(std::system(history.c_str()), 0);
+  std::ifstream h(dir.File("history.json"));
+  const std::string json((std::istreambuf_iterator<char>(h)), std::istreambuf_iterator<char>());
+  for (const auto& job : acked.admitted) EXPECT_NE(json.find("\"job\":\"" + job + "\""), std::string::npos) << job;
 }
 
 }  // namespace

@@ -9,7 +9,10 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <fstream>
+#include <mutex>
+#include <thread>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -183,14 +186,38 @@ TEST_F(JobsE2eTest, AReleasedJobStaysKnownAndARetryNeverStartsItAgain) {
 }
 
 // A reject is answered with its reason and not journalled, so a flood of
-// them cannot grow the ledger; the broker keeps no record of it.
-TEST_F(JobsE2eTest, ARejectedJobIsAnsweredWithItsReasonAndNotKept) {
+// them cannot grow the ledger (e2e_limits_test checks the journal); the
+// service keeps it in memory for the retention window, so the caller and the
+// team lead can still ask why (docs/jobs.md).
+TEST_F(JobsE2eTest, ARejectedJobStaysQueryableWithItsReason) {
   v1::AdmitResponse resp;
   const grpc::Status s = Admit(Job("rej1", "nope", 1), &resp);
   EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
   EXPECT_EQ(s.error_message(), "team: 'nope' is not a team");
+  v1::JobSpec simulated = Job("rej2", "research", 1);
+  simulated.set_created_at(5);
+  EXPECT_EQ(Admit(simulated, &resp).error_code(), grpc::StatusCode::INVALID_ARGUMENT);
   v1::JobInfo job;
-  EXPECT_EQ(GetJob("rej1", &job).error_code(), grpc::StatusCode::NOT_FOUND);
+  ASSERT_TRUE(GetJob("rej1", &job).ok());
+  EXPECT_EQ(job.state(), v1::JOB_STATE_REJECTED);
+  EXPECT_EQ(job.reason(), "team: 'nope' is not a team");
+  EXPECT_GT(job.ended_at_ms(), 0);
+  Ran show = Cli({"job", "rej2"});
+  EXPECT_EQ(show.code, 0) << show.err;
+  EXPECT_THAT(show.out, HasSubstr("rejected"));
+  EXPECT_THAT(show.out, HasSubstr("job.created_at: is for the simulator only"));
+  Ran list = Cli({"jobs", "--state", "rejected", "--team", "research", "-o", "json"});
+  EXPECT_EQ(list.code, 0) << list.err;
+  EXPECT_THAT(list.out, HasSubstr(R"("job":"rej2")"));
+  EXPECT_THAT(list.out, ::testing::Not(HasSubstr(R"("job":"rej1")")));  // team nope is not research
+  // Releasing it changes nothing; a good spec under the same id is judged afresh.
+  EXPECT_TRUE(Release("rej2").ok());
+  ASSERT_TRUE(Admit(Job("rej2", "research", 1), &resp).ok());
+  EXPECT_EQ(resp.decision(), v1::DECISION_ADMITTED);
+  list = Cli({"jobs", "--state", "rejected", "-o", "json"});
+  EXPECT_THAT(list.out, HasSubstr(R"("job":"rej1")"));
+  EXPECT_THAT(list.out, ::testing::Not(HasSubstr(R"("job":"rej2")")));
+  ASSERT_TRUE(Release("rej2").ok());
 }
 
 TEST_F(JobsE2eTest, BadInputIsInvalidArgumentNamingTheField) {
@@ -265,6 +292,62 @@ TEST_F(JobsE2eTest, AnElasticJobWithAPendingGrowShowsItsSizeNowAndTheRequest) {
   ASSERT_TRUE(Release("e1").ok());
 }
 
+// A team that may not reclaim and cannot fit anything is not tried each
+// cycle, yet its head's reason follows usage: after another team's job ends
+// the numbers say so. The everyday list (no state) leaves ended jobs out.
+TEST_F(JobsE2eTest, AWaitingJobsNumbersFollowUsageAndEndedJobsLeaveTheLiveList) {
+  testing::TempDir dir;
+  const std::string config = dir.File("tidegate.yaml");
+  std::ofstream(config) << R"(
+clusters:
+  - {name: k, capacity: {gpu: 8}}
+teams:
+  - {name: a, quota: {gpu: {guaranteed: 4}}, preemption: {reclaim: never}}
+  - {name: b, quota: {gpu: {guaranteed: 4}}}
+policy: {tick_s: 1}
+)";
+  testing::ServerProcess server(config, dir.File("tidegate.db"));
+  ASSERT_TRUE(server.Start()) << server.Stderr();
+  auto stub = v1::AdmissionService::NewStub(server.Channel());
+  auto admit = [&](const std::string& id, const std::string& team, int64_t gpus) {
+    grpc::ClientContext ctx;
+    v1::AdmitRequest req;
+    *req.mutable_job() = Job(id, team, gpus);
+    v1::AdmitResponse resp;
+    EXPECT_TRUE(stub->Admit(&ctx, req, &resp).ok()) << id;
+  };
+  auto reason = [&](const std::string& id) {
+    grpc::ClientContext ctx;
+    v1::GetJobRequest req;
+    req.set_job(id);
+    v1::JobInfo job;
+    EXPECT_TRUE(stub->GetJob(&ctx, req, &job).ok());
+    return job.reason();
+  };
+  admit("b1", "b", 4);
+  admit("b2", "b", 3);
+  admit("b3", "b", 1);
+  admit("a1", "a", 2);
+  EXPECT_THAT(reason("a1"), HasSubstr("k has 0 of 8 free"));
+  {
+    grpc::ClientContext ctx;
+    v1::ReleaseRequest req;
+    req.set_job("b3");
+    v1::ReleaseResponse resp;
+    ASSERT_TRUE(stub->Release(&ctx, req, &resp).ok());
+  }
+  EXPECT_THAT(reason("a1"), HasSubstr("capacity k gpu: the job needs 2; k has 1 of 8 free"));
+  grpc::ClientContext ctx;
+  v1::ListJobsResponse live;
+  ASSERT_TRUE(stub->ListJobs(&ctx, v1::ListJobsRequest(), &live).ok());
+  for (const auto& j : live.jobs()) EXPECT_NE(j.job(), "b3") << "an ended job in the live list";
+  EXPECT_EQ(live.jobs_size(), 3);
+}
+
+// SIGTERM while `admit --wait` and unary calls run: the stream ends
+// UNAVAILABLE and the CLI reconnects; every unary call that fails, in flight
+// or arriving during the shutdown, fails UNAVAILABLE (exit 5, safe to retry),
+// never CANCELLED.
 TEST_F(JobsE2eTest, AdmitWaitReconnectsWhenTheBrokerStopsInsteadOfFailingCancelled) {
   // A broker of its own, since this one is stopped.
   testing::TempDir dir;
@@ -302,7 +385,53 @@ TEST_F(JobsE2eTest, AdmitWaitReconnectsWhenTheBrokerStopsInsteadOfFailingCancell
     return false;
   };
   ASSERT_TRUE(wait_for("waiting for w1")) << ReadFile(err);
+  // Callers that keep the broker busy with unary calls until it is gone.
+  std::atomic<int> answered{0};
+  std::mutex mu;
+  std::vector<std::string> failures;
+  std::vector<std::thread> callers;
+  for (int t = 0; t < 4; ++t) {
+    callers.emplace_back([&, t, channel = server.Channel()] {
+      auto caller = v1::AdmissionService::NewStub(channel);
+      for (int i = 0;; ++i) {
+        grpc::ClientContext ctx;
+        ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(20));
+        grpc::Status s;
+        if (i % 2 == 0) {
+          v1::AdmitRequest req;
+          *req.mutable_job() = Job("u" + std::to_string(t) + "-" + std::to_string(i), "serving", 1);
+          v1::AdmitResponse resp;
+          s = caller->Admit(&ctx, req, &resp);
+          if (s.ok()) {
+            grpc::ClientContext release_ctx;
+            release_ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(20));
+            v1::ReleaseRequest release;
+            release.set_job(req.job().job());
+            v1::ReleaseResponse released;
+            s = caller->Release(&release_ctx, release, &released);
+          }
+        } else {
+          v1::ListJobsRequest req;
+          v1::ListJobsResponse resp;
+          s = caller->ListJobs(&ctx, req, &resp);
+        }
+        if (s.ok()) {
+          ++answered;
+          continue;
+        }
+        std::lock_guard<std::mutex> lock(mu);
+        failures.push_back(std::to_string(s.error_code()) + " " + s.error_message());
+        return;  // the broker is going or gone.
+      }
+    });
+  }
+  for (int i = 0; i < 1500 && answered < 200; ++i) usleep(20000);
   EXPECT_EQ(server.Terminate(), 0);
+  for (auto& c : callers) c.join();
+  ASSERT_EQ(failures.size(), 4u);
+  for (const auto& f : failures) {
+    EXPECT_THAT(f, StartsWith(std::to_string(grpc::StatusCode::UNAVAILABLE) + " ")) << "never CANCELLED (1)";
+  }
   EXPECT_TRUE(wait_for("reconnecting")) << ReadFile(err);
   kill(pid, SIGINT);
   int status = 0;

@@ -377,6 +377,7 @@ void Agent::AdmitWaiting(const ClusterView& now) {
     grpc::ClientContext ctx;
     ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
     v1::ListJobsRequest req;
+    req.set_cluster(options_.cluster);  // all an agent role may list
     v1::ListJobsResponse resp;
     grpc::Status s = admission_->ListJobs(&ctx, req, &resp);
     if (!s.ok()) {

@@ -124,7 +124,10 @@ void Decider::ClassicalPass() {
   auto later = [](const Cursor& a, const Cursor& b) { return *b.it < *a.it; };
   std::vector<Cursor> heap;
   for (int n : s_.teams_with_pending()) {
-    if (TeamStuck(n)) continue;
+    if (TeamStuck(n)) {
+      RefreshStuckHead(n);
+      continue;
+    }
     const NodeState& ns = s_.node_state(n);
     heap.push_back({ns.pending.begin(), ns.pending.end(), n});
   }

@@ -28,6 +28,8 @@ namespace tidegate::core {
 
 // Why a job that fits now waits between a tide lead and its change.
 inline constexpr char kNoRoomUnderComingTide[] = "tide: no room under the quota of the coming tide change";
+// A victim of the tide's lead-time reclaim, with the rise and its deadline.
+std::string TideDrainReason(const std::string& by, Time boundary, Time deadline);
 
 class Decider {
  public:
@@ -102,6 +104,10 @@ class Decider {
   std::string BindingReason(const Job& job, ResourceMask contested) const;
   std::string ExceedsMaxReason(const Job& job) const;
   std::string BehindHeadReason(const Job& head) const;
+  std::string TideGuardReason(const Job& job) const;
+  // The head of a team that cannot fit anything is not tried; its reason
+  // is recomputed so that its numbers follow usage.
+  void RefreshStuckHead(int team);
   // Sets job.reason; a change is reported to readers (QuietlyChangedIds).
   void SetReason(Job& job, std::string reason);
 

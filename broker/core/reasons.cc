@@ -17,7 +17,14 @@ std::string ReasonTime(Time ms) {
   return absl::FormatTime("%Y-%m-%dT%H:%M:%SZ", absl::FromUnixMillis(ms), absl::UTCTimeZone());
 }
 
+std::string TideDrainReason(const std::string& by, Time boundary, Time deadline) {
+  return absl::StrCat("draining for ", by, " (tide: its quota rises at ", ReasonTime(boundary), ") until ",
+                      ReasonTime(deadline), " at the latest");
+}
+
 void Decider::SetReason(Job& job, std::string reason) {
+  // The tide guard's call sites name the code; its numbers are stated here.
+  if (reason == kNoRoomUnderComingTide) reason = TideGuardReason(job);
   if (job.reason == reason) return;
   job.reason = std::move(reason);
   s_.NoteQuietChange(job.id);  // readers re-read the job: no event names it.
@@ -87,6 +94,46 @@ std::string Decider::BindingReason(const Job& job, ResourceMask contested) const
                         " in use or kept for guarantees); it waits for borrowers to leave or jobs to end");
   }
   return "waiting";
+}
+
+std::string Decider::TideGuardReason(const Job& job) const {
+  const State::Tide& tide = s_.tide();
+  // FitsGuards has just filled guard_usage for the present state.
+  if (tide.guard_usage.size() != tide.guards.size()) return kNoRoomUnderComingTide;
+  for (size_t i = 0; i < tide.guards.size(); ++i) {
+    const ComingUsage& u = tide.guard_usage[i];
+    const NodeConfig& coming = tide.guards[i].config.nodes[job.team];
+    for (int r = 0; r < s_.num_resources(); ++r) {
+      if (!(job.requested >> r & 1)) continue;
+      const Quantity can_take = std::max<Quantity>(0, u.Available(job.team, r));
+      if (job.demand[r] <= can_take) continue;
+      const std::string& res = s_.config().resources[r];
+      return absl::StrCat("tide: the job needs ", job.demand[r], " ", res, "; under the quota coming at ",
+                          ReasonTime(tide.guards[i].boundary), " ", coming.name, " can take ", can_take,
+                          " more (", coming.name, " then: ", coming.guaranteed[r], " guaranteed",
+                          coming.borrow_limit[r] == kInfinite ? "" : absl::StrCat(" + ", coming.borrow_limit[r], " borrow limit"),
+                          "); only what the coming quota also holds is admitted before it; it waits for the "
+                          "change or for jobs to end");
+    }
+  }
+  return kNoRoomUnderComingTide;
+}
+
+void Decider::RefreshStuckHead(int team) {
+  const NodeState& ns = s_.node_state(team);
+  if (ns.pending.empty()) return;
+  Job& head = s_.job(ns.pending.begin()->job);
+  if (head.victims_left > 0) return;
+  // A requeued victim keeps its reason (when it may preempt again) until
+  // its backoff ends.
+  const Time backoff = s_.config().policy.requeue_backoff_s * kMillisPerSecond;
+  if (head.requeued_at >= 0 && s_.now() < head.requeued_at + backoff) return;
+  if (ExceedsMax(head)) {
+    SetReason(head, ExceedsMaxReason(head));
+    return;
+  }
+  const ResourceMask contested = Contested(head);
+  if (contested != 0) SetReason(head, BindingReason(head, contested));
 }
 
 std::string Decider::BehindHeadReason(const Job& head) const {

@@ -284,7 +284,7 @@ void Decider::TideReclaim(const CompiledConfig& coming, const std::vector<int>& 
       s_.UpdateGrowable(j);
       victim.drain_for = -1;
       victim.drain_deadline = s_.now() + victim.grace_ms;
-      victim.reason = absl::StrCat("draining for ", by);
+      SetReason(victim, TideDrainReason(by, s_.tide().lead_cursor, victim.drain_deadline));
       Event e;
       e.type = EventType::kPreempt;
       e.job = victim.id;

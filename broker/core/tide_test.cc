@@ -161,5 +161,38 @@ TEST(TideTest, ARestoredCoreKeepsAJobTheGuardHoldsBackParked) {
       << a.ShortDebugString() << "\n" << b.ShortDebugString();
 }
 
+// What `tidegate job` says of the tide's two effects, with the numbers: a
+// borrower drained at the lead names the rise and its deadline; a job the
+// guard holds back names the coming quota and what it leaves the team.
+TEST(TideTest, TideReasonsStateTheChangeTheDeadlineAndTheNumbers) {
+  const Time lead = At("2026-01-05T07:50:00Z");
+  auto broker = Broker::Create(Parse(kServing), lead - 10'000);
+  ASSERT_TRUE(broker.ok()) << broker.status();
+  v1::Command big;
+  big.mutable_submit()->set_job("big");
+  big.mutable_submit()->set_team("training");
+  big.mutable_submit()->set_grace_s(30);
+  (*big.mutable_submit()->mutable_per_replica())["gpu"] = 10;
+  (*broker)->Apply(big, lead - 5'000);
+  ASSERT_EQ((*broker)->GetJob("big")->state, v1::JOB_STATE_ADMITTED);
+  v1::Command tick;
+  tick.mutable_tick();
+  (*broker)->Apply(tick, lead);
+  ASSERT_EQ((*broker)->GetJob("big")->state, v1::JOB_STATE_DRAINING);
+  EXPECT_EQ((*broker)->GetJob("big")->reason,
+            "draining for tide:serving (tide: its quota rises at 2026-01-05T08:00:00Z) until "
+            "2026-01-05T07:50:30Z at the latest");
+  v1::Command small;
+  small.mutable_submit()->set_job("t1");
+  small.mutable_submit()->set_team("training");
+  (*small.mutable_submit()->mutable_per_replica())["gpu"] = 6;
+  (*broker)->Apply(small, lead + 40'000);  // big has left: 16 free now, training keeps 4 at 08:00.
+  ASSERT_EQ((*broker)->GetJob("t1")->state, v1::JOB_STATE_QUEUED);
+  EXPECT_EQ((*broker)->GetJob("t1")->reason,
+            "tide: the job needs 6 gpu; under the quota coming at 2026-01-05T08:00:00Z training can take 4 more "
+            "(training then: 4 guaranteed); only what the coming quota also holds is admitted before it; it waits "
+            "for the change or for jobs to end");
+}
+
 }  // namespace
 }  // namespace tidegate::core

@@ -5,6 +5,7 @@
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "broker/service/pagination.h"
+#include "broker/core/config.h"
 #include "broker/core/names.h"
 #include "broker/service/queued_writer.h"
 #include "broker/service/services.h"
@@ -79,20 +80,22 @@ grpc::ServerUnaryReactor* AdmissionServiceImpl::Admit(grpc::CallbackServerContex
   for (const auto& [set, field] : {std::pair{req->job().has_created_at(), "created_at"},
                                    std::pair{req->job().has_run_s(), "run_s"}}) {
     if (set) {
-      reactor->Finish(grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
-                                   absl::StrCat("job.", field, ": is for the simulator only; the broker's "
-                                                "clock orders its queue (leave it unset)")));
+      const std::string why = absl::StrCat("job.", field, ": is for the simulator only; the broker's "
+                                           "clock orders its queue (leave it unset)");
+      RememberRejection(req->job(), why);
+      reactor->Finish(grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, why));
       return reactor;
     }
   }
   v1::Command cmd;
   *cmd.mutable_submit() = req->job();
-  loop_->Submit(std::move(cmd), [reactor, resp, id](absl::StatusOr<Applied> applied) {
+  loop_->Submit(std::move(cmd), [this, reactor, resp, id, spec = req->job()](absl::StatusOr<Applied> applied) {
     if (!applied.ok()) {
       reactor->Finish(ToGrpc(applied.status()));
       return;
     }
     if (const auto* e = FindEvent(*applied, id, core::EventType::kReject)) {
+      RememberRejection(spec, e->reason);
       reactor->Finish(grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, e->reason));
       return;
     }
@@ -100,6 +103,7 @@ grpc::ServerUnaryReactor* AdmissionServiceImpl::Admit(grpc::CallbackServerContex
       reactor->Finish(grpc::Status(grpc::StatusCode::ALREADY_EXISTS, e->reason));
       return;
     }
+    rejections_.Forget(id);  // accepted now: an earlier rejection of the id is history.
     const auto* admit = FindEvent(*applied, id, core::EventType::kAdmit);
     const auto* reclaim = FindEvent(*applied, id, core::EventType::kReclaim);
     const auto* queue = FindEvent(*applied, id, core::EventType::kQueue);
@@ -140,6 +144,15 @@ grpc::ServerUnaryReactor* AdmissionServiceImpl::Admit(grpc::CallbackServerContex
   return reactor;
 }
 
+void AdmissionServiceImpl::RememberRejection(const v1::JobSpec& spec, const std::string& reason) {
+  auto model = loop_->Published();
+  const auto& policy = model->config().policy();
+  const int64_t retention_s =
+      policy.has_ended_job_retention_s() ? policy.ended_job_retention_s() : core::kDefaultEndedJobRetentionS;
+  rejections_.Record(spec, model->FindTeam(spec.team()) != nullptr, reason, model->now_ms(),
+                     retention_s * core::kMillisPerSecond);
+}
+
 grpc::ServerUnaryReactor* AdmissionServiceImpl::Release(grpc::CallbackServerContext* ctx,
                                                         const v1::ReleaseRequest* req, v1::ReleaseResponse* resp) {
   auto* reactor = ctx->DefaultReactor();
@@ -155,6 +168,10 @@ grpc::ServerUnaryReactor* AdmissionServiceImpl::Release(grpc::CallbackServerCont
       reactor->Finish(grpc::Status::OK);
       return reactor;
     }
+  } else if (auto rejected = rejections_.Find(id, model->now_ms())) {
+    *resp->mutable_job() = *rejected;  // it never started: nothing to release.
+    reactor->Finish(grpc::Status::OK);
+    return reactor;
   } else {
     reactor->Finish(grpc::Status(grpc::StatusCode::NOT_FOUND, absl::StrCat("job '", id, "' is not known")));
     return reactor;
@@ -202,14 +219,27 @@ grpc::ServerUnaryReactor* AdmissionServiceImpl::ListJobs(grpc::CallbackServerCon
     reactor->Finish(grpc::Status(grpc::StatusCode::NOT_FOUND, absl::StrCat("team '", req->team(), "' is not a team")));
     return reactor;
   }
-  const std::string query = absl::StrCat("jobs/", req->state(), "/", req->team());
+  const std::string query = absl::StrCat("jobs/", req->state(), "/", req->team(), "/", req->cluster());
   auto page = ParsePage(req->page_size(), req->page_token(), query);
   if (!page.ok()) {
     reactor->Finish(ToGrpc(page.status()));
     return reactor;
   }
   // One more than the page tells whether another page follows.
-  auto jobs = model->JobsAfter(req->team(), req->state(), page->after, static_cast<size_t>(page->size) + 1);
+  auto jobs = model->JobsAfter(req->team(), req->state(), page->after, static_cast<size_t>(page->size) + 1,
+                               req->cluster());
+  if (req->state() == v1::JOB_STATE_REJECTED) {
+    // The service's rejections are kept beside the model (recent_rejections.h).
+    for (auto& r : rejections_.After(req->team(), page->after, static_cast<size_t>(page->size) + 1,
+                                     model->now_ms())) {
+      if (!req->cluster().empty() && r.cluster() != req->cluster()) continue;
+      jobs.push_back(std::make_shared<const v1::JobInfo>(std::move(r)));
+    }
+    std::sort(jobs.begin(), jobs.end(), [](const auto& a, const auto& b) { return a->job() < b->job(); });
+    jobs.erase(std::unique(jobs.begin(), jobs.end(), [](const auto& a, const auto& b) { return a->job() == b->job(); }),
+               jobs.end());
+    if (jobs.size() > static_cast<size_t>(page->size) + 1) jobs.resize(page->size + 1);
+  }
   if (jobs.size() > static_cast<size_t>(page->size)) {
     jobs.resize(page->size);
     resp->set_next_page_token(PageToken(query, jobs.back()->job()));
@@ -255,6 +285,11 @@ grpc::ServerUnaryReactor* AdmissionServiceImpl::GetJob(grpc::CallbackServerConte
   }
   auto model = loop_->Published();
   if (!model->FindJobAny(req->job())) {
+    if (auto rejected = rejections_.Find(req->job(), model->now_ms())) {
+      *resp = *std::move(rejected);
+      reactor->Finish(grpc::Status::OK);
+      return reactor;
+    }
     reactor->Finish(grpc::Status(grpc::StatusCode::NOT_FOUND, absl::StrCat("job '", req->job(), "' is not known")));
     return reactor;
   }

@@ -9,6 +9,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
+#include "broker/service/auth_origin.h"
 #include "spdlog/spdlog.h"
 
 namespace tidegate::service {
@@ -35,7 +36,9 @@ Done LogProblems(std::string what) {
 // One agent's stream. Kept alive by shared_ptrs until gRPC calls OnDone.
 class AgentServiceImpl::Connection : public grpc::ServerBidiReactor<v1::AgentMessage, v1::BrokerAction> {
  public:
-  Connection(AgentServiceImpl* svc, std::string peer) : svc_(svc), peer_(std::move(peer)) {}
+  // Opened inside the auth guard: the stream's principal is the current origin.
+  Connection(AgentServiceImpl* svc, std::string peer)
+      : svc_(svc), peer_(std::move(peer)), origin_(CurrentOrigin()) {}
 
   void Start(std::shared_ptr<Connection> self, std::unique_ptr<StreamLimiter::Slot> slot) {
     self_ = std::move(self);
@@ -81,7 +84,10 @@ class AgentServiceImpl::Connection : public grpc::ServerBidiReactor<v1::AgentMes
       Close(grpc::Status::OK);
       return;
     }
-    Handle(in_);
+    {
+      ScopedOrigin origin(origin_);  // the journal names the agent's principal
+      Handle(in_);
+    }
     std::lock_guard<std::recursive_mutex> lock(mu_);
     if (!finished_) StartRead(&in_);
   }
@@ -396,6 +402,7 @@ class AgentServiceImpl::Connection : public grpc::ServerBidiReactor<v1::AgentMes
 
   AgentServiceImpl* svc_;
   const std::string peer_;
+  const v1::CommandOrigin origin_;  // who opened the stream, for the journal
   v1::AgentMessage in_;  // only the reader touches it.
   std::recursive_mutex mu_;  // reactions may run inline with Check().
   std::string cluster_;      // set once by hello; guarded by mu_

@@ -12,7 +12,7 @@ const std::vector<MethodRule>& Table() {
       {"/tidegate.v1.AdmissionService/Release", Access::kJobWrite},
       {"/tidegate.v1.AdmissionService/WaitAdmission", Access::kJobRead},
       {"/tidegate.v1.AdmissionService/ReportCheckpoint", Access::kCheckpoint},
-      {"/tidegate.v1.AdmissionService/ListJobs", Access::kTeamRead},
+      {"/tidegate.v1.AdmissionService/ListJobs", Access::kJobList},
       {"/tidegate.v1.AdmissionService/GetJob", Access::kJobRead},
       {"/tidegate.v1.QuotaService/GetTeam", Access::kTeamRead},
       {"/tidegate.v1.QuotaService/ListTeams", Access::kAnyRole},
@@ -58,6 +58,8 @@ bool Grants(const Role& role, Access access, const CallScope& scope) {
       return true;
     case Access::kTeamRead:
       return ReadsTeam(role, scope.team);
+    case Access::kJobList:
+      return ReadsTeam(role, scope.team) || AgentOf(role, scope.cluster);
     case Access::kJobRead:
       return ReadsTeam(role, scope.team) || AgentOf(role, scope.cluster) || FrameworkOf(role, scope.job);
     case Access::kJobWrite:
@@ -85,6 +87,10 @@ std::string Needed(Access access, const CallScope& scope) {
     case Access::kTeamRead:
       return scope.team.empty() ? "admin or viewer of all teams"
                                 : absl::StrCat("admin, or viewer or scheduler of ", team);
+    case Access::kJobList:
+      return absl::StrCat(scope.team.empty() ? "admin or viewer of all teams"
+                                             : absl::StrCat("admin, or viewer or scheduler of ", team),
+                          ", or agent of cluster ", Quoted(scope.cluster), " (with ListJobsRequest.cluster set)");
     case Access::kJobRead:
       return absl::StrCat("admin, viewer or scheduler of ", team, ", agent of cluster ", Quoted(scope.cluster),
                           ", or framework of job ", Quoted(scope.job));

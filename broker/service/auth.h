@@ -7,8 +7,8 @@
 // from the roles file:
 //   admin                  everything, including ApplyConfig;
 //   scheduler: [teams]     Admit, Release, ReportCheckpoint and reads of those teams;
-//   agent: CLUSTER         AgentService for that cluster only; Admit/Release
-//                          and job reads in that cluster;
+//   agent: CLUSTER         AgentService for that cluster only; Admit/Release,
+//                          job reads and ListJobs limited to that cluster;
 //   viewer: [teams] | "*"  reads of those teams (or all);
 //   framework: PREFIX      WatchResizes, AckResize, ReportCheckpoint and job
 //                          reads of jobs whose id starts with PREFIX.
@@ -39,6 +39,7 @@ enum class Access {
   kAdmin,        // admin only (ApplyConfig).
   kAnyRole,      // any principal with a role (Ping, ListTeams).
   kTeamRead,     // reads of a team: admin, scheduler/viewer of the team.
+  kJobList,      // ListJobs: as kTeamRead, or agent of the cluster the list is limited to.
   kJobRead,      // reads of one job: as kTeamRead, or agent of its cluster, or framework of its id.
   kJobWrite,     // Admit, Release: admin, scheduler of the team, agent of the cluster.
   kCheckpoint,   // admin, scheduler of the team, framework of the job.

@@ -13,6 +13,8 @@ ScopedOrigin::ScopedOrigin(std::string principal, std::string peer) : previous_(
 
 ScopedOrigin::~ScopedOrigin() { t_origin = previous_; }
 
+v1::CommandOrigin CurrentOrigin() { return t_origin != nullptr ? *t_origin : v1::CommandOrigin(); }
+
 void StampOrigin(v1::Command* command) {
   if (t_origin != nullptr && !command->has_origin()) *command->mutable_origin() = *t_origin;
 }

@@ -4,8 +4,9 @@
 // journal records the principal and peer of every change made through the
 // API without the handlers knowing (docs/security.md).
 //
-// Thread-local: a handler's synchronous Submit sees it; commands queued later
-// from another thread (agent stream callbacks, ticks) carry no origin.
+// Thread-local: a handler's synchronous Submit sees it. An agent stream keeps
+// the origin it was opened with (CurrentOrigin) and re-opens it for each
+// message; ticks and other commands the broker makes itself carry none.
 #ifndef TIDEGATE_BROKER_SERVICE_AUTH_ORIGIN_H_
 #define TIDEGATE_BROKER_SERVICE_AUTH_ORIGIN_H_
 
@@ -18,6 +19,7 @@ namespace tidegate::service {
 class ScopedOrigin {
  public:
   ScopedOrigin(std::string principal, std::string peer);
+  explicit ScopedOrigin(const v1::CommandOrigin& origin) : ScopedOrigin(origin.principal(), origin.peer()) {}
   ~ScopedOrigin();
   ScopedOrigin(const ScopedOrigin&) = delete;
   ScopedOrigin& operator=(const ScopedOrigin&) = delete;
@@ -26,6 +28,11 @@ class ScopedOrigin {
   v1::CommandOrigin origin_;
   const v1::CommandOrigin* previous_;
 };
+
+// The innermost ScopedOrigin of this thread (empty when there is none): a
+// stream captures it when it opens and restores it around the commands its
+// later messages cause, on whatever thread reads them.
+v1::CommandOrigin CurrentOrigin();
 
 // Sets command->origin from the innermost ScopedOrigin of this thread, if
 // any and if the command has none yet.

@@ -6,6 +6,8 @@
 #include "absl/strings/str_cat.h"
 #include "spdlog/spdlog.h"
 
+#include <thread>
+
 namespace tidegate::service::auth {
 namespace {
 
@@ -38,16 +40,19 @@ class RefusedAgent final : public grpc::ServerBidiReactor<v1::AgentMessage, v1::
   void OnDone() override { delete this; }
 };
 
-// A job's team and cluster from the published model; only the id when the
-// job is unknown (the service then answers NOT_FOUND to whoever may ask
-// about that id).
-CallScope JobScope(CoreLoop* loop, const std::string& job) {
+// A job's team and cluster from the published model (live or retained) or
+// the recent rejections; only the id when the job is unknown (the service
+// then answers NOT_FOUND to whoever may ask about that id).
+CallScope JobScope(CoreLoop* loop, const AdmissionServiceImpl* admission, const std::string& job) {
   CallScope scope;
   scope.job = job;
   auto model = loop->Published();
-  if (const v1::JobInfo* info = model->FindJob(job)) {
+  if (const v1::JobInfo* info = model->FindJobAny(job)) {
     scope.team = info->team();
     scope.cluster = info->cluster();
+  } else if (auto rejected = admission->rejections().Find(job, model->now_ms())) {
+    scope.team = rejected->team();
+    scope.cluster = rejected->cluster();
   }
   return scope;
 }
@@ -111,8 +116,27 @@ absl::StatusOr<std::string> Authenticator::Identify(const grpc::ServerContextBas
       "no identity: present a client certificate signed by the broker's --client-ca, or a bearer token");
 }
 
+void Authenticator::StartDraining() {
+  last_call_ns_ = std::chrono::steady_clock::now().time_since_epoch().count();
+  draining_ = true;
+}
+
+void Authenticator::WaitUntilQuiet(std::chrono::milliseconds quiet, std::chrono::milliseconds at_most) const {
+  const auto start = std::chrono::steady_clock::now();
+  for (;;) {
+    const auto now = std::chrono::steady_clock::now();
+    const auto last = std::chrono::steady_clock::time_point(std::chrono::steady_clock::duration(last_call_ns_.load()));
+    if (now - last >= quiet || now - start >= at_most) return;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+}
+
 grpc::Status Authenticator::Check(const grpc::ServerContextBase& ctx, const std::string& method,
                                   const CallScope& scope, std::string* who) const {
+  if (draining_) {
+    last_call_ns_ = std::chrono::steady_clock::now().time_since_epoch().count();
+    return grpc::Status(grpc::StatusCode::UNAVAILABLE, "the broker is shutting down; retry (Admit is idempotent)");
+  }
   if (open()) {
     if (who != nullptr) *who = kOpenPrincipal;
     return grpc::Status::OK;
@@ -192,7 +216,7 @@ grpc::ServerUnaryReactor* GuardedAdmission::Admit(grpc::CallbackServerContext* c
 grpc::ServerWriteReactor<v1::WaitAdmissionResponse>* GuardedAdmission::WaitAdmission(
     grpc::CallbackServerContext* ctx, const v1::WaitAdmissionRequest* req) {
   std::string who;
-  if (auto s = auth_->Check(*ctx, absl::StrCat(kAdmission, "WaitAdmission"), JobScope(loop_, req->job()), &who);
+  if (auto s = auth_->Check(*ctx, absl::StrCat(kAdmission, "WaitAdmission"), JobScope(loop_, inner_, req->job()), &who);
       !s.ok()) {
     return new RefusedWriter<v1::WaitAdmissionResponse>(s);
   }
@@ -203,7 +227,7 @@ grpc::ServerWriteReactor<v1::WaitAdmissionResponse>* GuardedAdmission::WaitAdmis
 grpc::ServerUnaryReactor* GuardedAdmission::Release(grpc::CallbackServerContext* ctx, const v1::ReleaseRequest* req,
                                                     v1::ReleaseResponse* resp) {
   std::string who;
-  if (auto s = auth_->Check(*ctx, absl::StrCat(kAdmission, "Release"), JobScope(loop_, req->job()), &who); !s.ok()) {
+  if (auto s = auth_->Check(*ctx, absl::StrCat(kAdmission, "Release"), JobScope(loop_, inner_, req->job()), &who); !s.ok()) {
     return Refuse(ctx, s);
   }
   ScopedOrigin origin(who, ctx->peer());
@@ -214,7 +238,7 @@ grpc::ServerUnaryReactor* GuardedAdmission::ReportCheckpoint(grpc::CallbackServe
                                                              const v1::ReportCheckpointRequest* req,
                                                              v1::ReportCheckpointResponse* resp) {
   std::string who;
-  if (auto s = auth_->Check(*ctx, absl::StrCat(kAdmission, "ReportCheckpoint"), JobScope(loop_, req->job()), &who);
+  if (auto s = auth_->Check(*ctx, absl::StrCat(kAdmission, "ReportCheckpoint"), JobScope(loop_, inner_, req->job()), &who);
       !s.ok()) {
     return Refuse(ctx, s);
   }
@@ -226,6 +250,7 @@ grpc::ServerUnaryReactor* GuardedAdmission::ListJobs(grpc::CallbackServerContext
                                                      const v1::ListJobsRequest* req, v1::ListJobsResponse* resp) {
   CallScope scope;
   scope.team = req->team();
+  scope.cluster = req->cluster();
   std::string who;
   if (auto s = auth_->Check(*ctx, absl::StrCat(kAdmission, "ListJobs"), scope, &who); !s.ok()) return Refuse(ctx, s);
   ScopedOrigin origin(who, ctx->peer());
@@ -235,7 +260,7 @@ grpc::ServerUnaryReactor* GuardedAdmission::ListJobs(grpc::CallbackServerContext
 grpc::ServerUnaryReactor* GuardedAdmission::GetJob(grpc::CallbackServerContext* ctx, const v1::GetJobRequest* req,
                                                    v1::JobInfo* resp) {
   std::string who;
-  if (auto s = auth_->Check(*ctx, absl::StrCat(kAdmission, "GetJob"), JobScope(loop_, req->job()), &who); !s.ok()) {
+  if (auto s = auth_->Check(*ctx, absl::StrCat(kAdmission, "GetJob"), JobScope(loop_, inner_, req->job()), &who); !s.ok()) {
     return Refuse(ctx, s);
   }
   ScopedOrigin origin(who, ctx->peer());

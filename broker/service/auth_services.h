@@ -11,6 +11,8 @@
 #ifndef TIDEGATE_BROKER_SERVICE_AUTH_SERVICES_H_
 #define TIDEGATE_BROKER_SERVICE_AUTH_SERVICES_H_
 
+#include <atomic>
+#include <chrono>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -61,12 +63,23 @@ class Authenticator {
   // For AgentService: the check of hello.cluster for this caller.
   AgentServiceImpl::ClusterCheck AgentClusterCheck(const grpc::ServerContextBase& ctx) const;
 
+  // Shutdown, first step: from now on every call is answered UNAVAILABLE
+  // ("shutting down; retry") by Check, before any handler runs. gRPC's own
+  // Shutdown cancels the calls that reach it while it runs (the caller sees
+  // CANCELLED, which says nothing about retrying), so the broker first
+  // refuses calls itself and waits for callers to go quiet.
+  void StartDraining();
+  // Returns once no call has arrived for `quiet`, or after `at_most`.
+  void WaitUntilQuiet(std::chrono::milliseconds quiet, std::chrono::milliseconds at_most) const;
+
  private:
   std::shared_ptr<const Policy> policy() const;
 
   std::string roles_path_, tokens_path_;
   mutable std::mutex mu_;
   std::shared_ptr<const Policy> policy_;  // guarded by mu_
+  std::atomic<bool> draining_{false};
+  mutable std::atomic<int64_t> last_call_ns_{0};  // steady clock; while draining
 };
 
 // The guarded services; each forwards allowed calls to `inner`.

@@ -77,6 +77,10 @@ TEST_F(RoleTableTest, AgentActsInItsClusterOnly) {
   EXPECT_FALSE(Allowed("agent-a", "AdmissionService/Admit", Job("web", "b", "j")));
   EXPECT_TRUE(Allowed("agent-a", "AdmissionService/GetJob", Job("web", "a", "j")));
   EXPECT_FALSE(Allowed("agent-a", "QuotaService/GetTeam", Job("web", "", "")));
+  // It lists the jobs of its own cluster, of every team; nothing wider.
+  EXPECT_TRUE(Allowed("agent-a", "AdmissionService/ListJobs", Job("", "a", "")));
+  EXPECT_FALSE(Allowed("agent-a", "AdmissionService/ListJobs", Job("", "b", "")));
+  EXPECT_FALSE(Allowed("agent-a", "AdmissionService/ListJobs", Job("", "", "")));
 }
 
 TEST_F(RoleTableTest, ViewerOnlyReads) {

@@ -183,12 +183,14 @@ std::vector<std::shared_ptr<const v1::JobInfo>> ReadModel::Jobs(const std::strin
 }
 
 std::vector<std::shared_ptr<const v1::JobInfo>> ReadModel::JobsAfter(const std::string& team, v1::JobState state,
-                                                                     const std::string& after, size_t limit) const {
+                                                                     const std::string& after, size_t limit,
+                                                                     const std::string& cluster) const {
   std::vector<const std::shared_ptr<const v1::JobInfo>*> candidates;
   for (const auto& shard : shards_) {
     for (const auto& [id, job] : *shard) {
       if (!team.empty() && job->team() != team) continue;
-      if (state != v1::JOB_STATE_UNSPECIFIED && job->state() != state) continue;
+      if (!cluster.empty() && job->cluster() != cluster) continue;
+      if (state == v1::JOB_STATE_UNSPECIFIED ? !Live(job->state()) : job->state() != state) continue;
       if (!after.empty() && id <= after) continue;
       candidates.push_back(&job);
     }

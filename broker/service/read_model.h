@@ -43,10 +43,12 @@ class ReadModel {
   // Jobs of `team` (empty = all) in `state` (UNSPECIFIED = every live job;
   // ENDED or REJECTED = the retained ones), by id.
   std::vector<std::shared_ptr<const v1::JobInfo>> Jobs(const std::string& team, v1::JobState state) const;
-  // A page of Jobs(team, state): the first `limit` whose id is greater than
-  // `after`, by id. One pass over the jobs, sorting only the page.
+  // A page of Jobs(team, state), of `cluster` only unless it is empty: the
+  // first `limit` whose id is greater than `after`, by id. One pass over the
+  // jobs, sorting only the page.
   std::vector<std::shared_ptr<const v1::JobInfo>> JobsAfter(const std::string& team, v1::JobState state,
-                                                            const std::string& after, size_t limit) const;
+                                                            const std::string& after, size_t limit,
+                                                            const std::string& cluster = "") const;
   // 1-based position of a queued job in its team's queue (priority, then
   // created_at, then id); 0 when it is not queued.
   int64_t QueuePosition(const v1::JobInfo& job) const;

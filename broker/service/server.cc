@@ -199,10 +199,14 @@ int RunServer(const ServerOptions& options, const SideServerFactory& side) {
     health->SetServingStatus(false);
     health = nullptr;
   }
+  // New calls get UNAVAILABLE from the broker itself until callers go quiet,
+  // never CANCELLED by gRPC's Shutdown (auth_services.h: StartDraining).
+  security->authenticator->StartDraining();
   admission.CloseStreams();
   agents.CloseStreams();
   elastic.CloseStreams();
-  // New calls get UNAVAILABLE; calls in flight finish, since the loop still runs.
+  security->authenticator->WaitUntilQuiet(std::chrono::milliseconds(200), std::chrono::seconds(2));
+  // Calls in flight finish, since the loop still runs.
   server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(10));
   (*loop)->Stop();  // drains the queue, writes a snapshot.
   side_server.reset();

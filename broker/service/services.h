@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "broker/service/core_loop.h"
+#include "broker/service/recent_rejections.h"
 #include "broker/service/stream_limits.h"
 #include "absl/container/flat_hash_map.h"
 #include "ledger/store.h"
@@ -50,10 +51,16 @@ class AdmissionServiceImpl final : public v1::AdmissionService::CallbackService 
   // Ends every WaitAdmission stream with UNAVAILABLE (shutdown: clients
   // reconnect to the next broker), so Shutdown need not wait for them.
   void CloseStreams();
+  // Admits refused lately, answered by GetJob and ListJobs(REJECTED).
+  const RecentRejections& rejections() const { return rejections_; }
 
  private:
+  // Keeps the refusal of `spec` for GetJob and ListJobs (not journalled).
+  void RememberRejection(const v1::JobSpec& spec, const std::string& reason);
+
   CoreLoop* loop_;
   StreamLimiter* streams_;
+  RecentRejections rejections_;
   class Waiter;
   friend class Waiter;
   std::mutex mu_;

@@ -14,11 +14,17 @@ trainer runs an elastic 1:4 job of 2-GPU replicas for alpha:
      second reclaim is checkpointed and acked over the new stream;
   6. SIGTERM: the trainer exits 0 and its job is released.
 
+The broker runs with TLS (deploy/security/issue-certs.sh), a roles file and
+bearer tokens, as on a network: the trainer verifies it against the test CA
+and presents its own token (framework of "train-", scheduler of alpha); this
+script's `tidegate` calls are an admin's.
+
 Every wait polls with a generous timeout; no duration is asserted. Exit 77
 (skip) when Debian's python3-grpcio / python3-protobuf are missing.
 """
 
 import argparse
+import hashlib
 import json
 import os
 import re
@@ -49,6 +55,13 @@ policy:
 """
 
 
+ROLES = """\
+principals:
+  root: [admin]
+  trainer: [{framework: "train-"}, {scheduler: [alpha]}]
+"""
+
+
 class Failure(Exception):
     pass
 
@@ -69,13 +82,34 @@ class Env:
         self.hook_log = os.path.join(tmp, "hook.log")
         self.ckpt_dir = os.path.join(tmp, "checkpoints")
         self.ckpt = os.path.join(self.ckpt_dir, "checkpoint.json")
+        self.pki = os.path.join(tmp, "pki")
+        os.makedirs(self.pki)
+        script = os.path.join(os.path.dirname(os.path.abspath(args.trainer)), "..", "..", "security",
+                              "issue-certs.sh")
+        r = subprocess.run(["sh", script, "127.0.0.1"], cwd=self.pki, stdout=subprocess.DEVNULL,
+                           stderr=subprocess.PIPE, text=True)
+        if r.returncode != 0:
+            raise Failure("issue-certs.sh failed: " + r.stderr[-2000:])
+        self.roles = os.path.join(tmp, "roles.yaml")
+        with open(self.roles, "w") as f:
+            f.write(ROLES)
+        self.tokens = os.path.join(tmp, "tokens")
+        with open(self.tokens, "w") as f:
+            for principal in ("root", "trainer"):
+                token = principal + "-" + os.urandom(16).hex()
+                with open(os.path.join(tmp, principal + ".token"), "w") as t:
+                    t.write(token + "\n")
+                f.write("%s %s\n" % (principal, hashlib.sha256(token.encode()).hexdigest()))
 
     # ------------------------------------------------------------- processes
 
     def start_broker(self, listen="127.0.0.1:0"):
         err = open(self.broker_log, "a")
         self.broker = subprocess.Popen([self.args.tidegated, "--config", self.config, "--db", self.db, "--init",
-                                        "--listen", listen],
+                                        "--listen", listen,
+                                        "--tls-cert", os.path.join(self.pki, "broker.crt"),
+                                        "--tls-key", os.path.join(self.pki, "broker.key"),
+                                        "--roles", self.roles, "--tokens", self.tokens],
                                        stdout=subprocess.PIPE, stderr=err, text=True)
         err.close()
         # "tidegated listening on ADDR" (port 0: the kernel picks a free one).
@@ -113,7 +147,8 @@ class Env:
         cmd = ["/usr/bin/python3", self.args.trainer, "--server", self.server, "--job", "train-a",
                "--team", "alpha", "--elastic", "1:4", "--per-replica", "gpu=2", "--grace-s", "60",
                "--checkpoint-dir", self.ckpt_dir, "--on-resize", hook, "--log-every", "1",
-               "--max-backoff", "2"]
+               "--max-backoff", "2",
+               "--ca", os.path.join(self.pki, "ca.crt"), "--token-file", os.path.join(self.tmp, "trainer.token")]
         log = open(self.trainer_log, "w")
         self.trainer = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=env, cwd=self.tmp)
         log.close()
@@ -121,7 +156,8 @@ class Env:
     # ------------------------------------------------------------------- cli
 
     def cli(self, *argv):
-        r = subprocess.run([self.args.tidegate, "--server", self.server] + list(argv),
+        r = subprocess.run([self.args.tidegate, "--server", self.server, "--ca", os.path.join(self.pki, "ca.crt"),
+                            "--token-file", os.path.join(self.tmp, "root.token")] + list(argv),
                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=60)
         return r.returncode, r.stdout, r.stderr
 

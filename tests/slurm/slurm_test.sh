@@ -74,8 +74,23 @@ teams:
 policy: {default_grace_s: 5, tick_s: 1, requeue_backoff_s: 0}
 EOF
 
+# The broker runs as on a network: TLS (deploy/security/issue-certs.sh), a
+# roles file and tokens: the agent is the agent of cluster hpc only, this
+# script's own `tidegate` reads are an admin's (docs/security.md).
+mkdir -p "$dir/pki"
+(cd "$dir/pki" && sh "$here/../../deploy/security/issue-certs.sh" 127.0.0.1 >/dev/null 2>&1) \
+  || { echo "FAIL: openssl could not issue the test certificates"; exit 1; }
+openssl rand -hex 32 >"$dir/root.token"
+openssl rand -hex 32 >"$dir/agent.token"
+"$bin/tidegate" auth hash-token root <"$dir/root.token" >"$dir/tokens"
+"$bin/tidegate" auth hash-token agent-hpc <"$dir/agent.token" >>"$dir/tokens"
+printf 'principals:\n  root: [admin]\n  agent-hpc: [{agent: hpc}]\n' >"$dir/roles.yaml"
+export TIDEGATE_CA=$dir/pki/ca.crt TIDEGATE_TOKEN_FILE=$dir/root.token
+
 start_broker() {
   "$bin/tidegated" --config "$dir/tidegate.yaml" --db "$dir/tidegate.db" --init --listen 127.0.0.1:0 \
+    --tls-cert "$dir/pki/broker.crt" --tls-key "$dir/pki/broker.key" \
+    --roles "$dir/roles.yaml" --tokens "$dir/tokens" \
     >"$dir/broker.out" 2>>"$dir/broker.log" &
   broker_pid=$!
   wait_for 30 grep -q "listening on" "$dir/broker.out" || { echo "FAIL: tidegated did not start"; exit 1; }
@@ -83,7 +98,8 @@ start_broker() {
   export TIDEGATE_SERVER=$addr
 }
 start_agent() {
-  "$bin/tidegate-agent" --kind slurm --cluster hpc --broker "$addr" --poll-ms 250 2>>"$dir/agent.log" &
+  "$bin/tidegate-agent" --kind slurm --cluster hpc --broker "$addr" --poll-ms 250 \
+    --token-file "$dir/agent.token" 2>>"$dir/agent.log" &
   agent_pid=$!
 }
 stop_agent() {
@@ -233,6 +249,14 @@ if wait_for 60 is_state "$requeued" RUNNING && broker_is "$requeued" admitted; t
   pass "the requeued victim $requeued is admitted again once the owner is done"
 else
   fail "requeued victim $requeued: $(state "$requeued") ($(reason "$requeued")), broker $(broker_state "$requeued")"
+fi
+
+# ------------------------------------------------------------ who asked
+# The agent's admits and its stream's commands are journalled as its principal.
+if "$bin/tidegate" history --db "$dir/tidegate.db" --kind admit --principal agent-hpc | grep -q "slurm:"; then
+  pass "the journal names the agent's principal (tidegate history)"
+else
+  fail "tidegate history shows no admit by agent-hpc"
 fi
 
 echo "figures: admission round trip (sbatch -> squeue shows it released), mean of $n: ${admit_avg} s (agent --poll-ms 250)"
