@@ -208,7 +208,9 @@ void BM_VictimSearch10k(benchmark::State& state) {
       break;
     }
     b->Apply(Finish(id), now);
-    for (const auto& v : victims) b->Apply(Submit(v, "borrower", 1, 0, false), now);
+    // New ids: an ended job's id stays known (retention), so a resubmit
+    // under it would not run again.
+    for (size_t v = 0; v < victims.size(); ++v) b->Apply(Submit(absl::StrCat("b", i, ".", v), "borrower", 1, 0, false), now);
     now += kSec;
     state.ResumeTiming();
   }
