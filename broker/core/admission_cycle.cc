@@ -97,12 +97,12 @@ bool Decider::TeamStuck(int team) const {
   }
   if (!direct_impossible) return false;
   // No job can fit directly; can any choose victims? Only a cheap, sound
-  // test: same-team preemption off, and other teams' jobs reachable only as
-  // reclaim-without-borrowing candidates, which every pass skips, because the
-  // team and all its ancestors are at or above their guarantee on a resource
-  // every waiting job needs.
+  // test: no same-team candidate for any waiting job, and other teams' jobs
+  // reachable only as reclaim-without-borrowing candidates, which every pass
+  // skips, because the team and all its ancestors are at or above their
+  // guarantee on a resource every waiting job needs.
   if (s_.config().policy.fair_sharing) return false;
-  if (nc.policy.within_team != v1::WITHIN_TEAM_NEVER) return false;
+  if (nc.policy.within_team != v1::WITHIN_TEAM_NEVER && AnySameTeamCandidate(team)) return false;
   if (nc.policy.reclaim == v1::RECLAIM_NEVER) return true;
   if (nc.policy.borrow_within_cohort != v1::BORROW_WITHIN_COHORT_POLICY_NEVER) return false;
   for (int r = 0; r < s_.num_resources(); ++r) {
@@ -112,6 +112,20 @@ bool Decider::TeamStuck(int team) const {
       if (s_.node_state(a).usage[r] < s_.node(a).guaranteed[r]) all_full = false;
     }
     if (all_full) return true;
+  }
+  return false;
+}
+
+bool Decider::AnySameTeamCandidate(int team) const {
+  // The queue head has the highest priority and, among equals, the earliest
+  // creation: a running job that may not yield to it (SameTeamAllowed) may
+  // not yield to any job behind it either. One scan of the team's running
+  // jobs instead of one victim search per waiting job.
+  const NodeState& n = s_.node_state(team);
+  if (n.pending.empty()) return false;
+  const Job& head = s_.job(n.pending.begin()->job);
+  for (int r : n.running) {
+    if (SameTeamAllowed(s_.node(team).policy, head, s_.job(r))) return true;
   }
   return false;
 }

@@ -348,6 +348,27 @@ TEST(BrokerTest, CapacityAVictimFreesBeyondTheReclaimersNeedGoesToTheQueueAtOnce
                           "admit o1 own borrowed=gpu:0", "admit w1 w borrowed=gpu:0"));
 }
 
+// A team with same-team preemption whose queue cannot move (its head may not
+// preempt anyone of its own) is skipped by the admission cycle; a new head of
+// higher priority must still take its victim from the team's running jobs.
+TEST(BrokerTest, AHigherPriorityHeadPreemptsWithinItsTeamBesideAStuckQueue) {
+  auto b = Make(R"pb(
+    clusters { name: "k1" capacity { key: "gpu" value: 2 } }
+    teams { name: "w" quota { key: "gpu" value { guaranteed: 2 } }
+            preemption { within_team: WITHIN_TEAM_LOWER_PRIORITY reclaim: RECLAIM_NEVER } })pb");
+  v1::Command low = Spec("l1").Team("w").Gpus(2).Grace(0).Submit();
+  low.mutable_submit()->set_requeue(false);
+  EXPECT_THAT(Lines(b->Apply(low, kT0)), ElementsAre("admit l1 w borrowed=gpu:0"));
+  // Same priority as l1: it may not preempt it, and waits.
+  EXPECT_THAT(Lines(b->Apply(Spec("q1").Team("w").Gpus(2).Submit(), kT0 + kSec)),
+              ElementsAre(::testing::StartsWith("queue q1 w")));
+  EXPECT_THAT(Lines(b->Apply(TickCommand(), kT0 + 2 * kSec)), IsEmpty());
+  const auto events = b->Apply(Spec("h1").Team("w").Gpus(2).Priority(5).Submit(), kT0 + 3 * kSec);
+  EXPECT_THAT(Lines(events), ::testing::Contains(::testing::StartsWith("preempt l1 w by=h1")));
+  EXPECT_THAT(Lines(events), ::testing::Contains("admit h1 w borrowed=gpu:0"));
+  EXPECT_EQ(b->GetJob("q1")->state, v1::JOB_STATE_QUEUED);
+}
+
 // ---------------------------------------------------------------- set_quota
 
 TEST(BrokerTest, RaisingAGuaranteeAdmitsAJobThatExceededTheOldMax) {

@@ -86,6 +86,9 @@ class Decider {
   void FairSharePass();
   // Can no pending job of `team` fit or choose victims? (a cheap, sound test)
   bool TeamStuck(int team) const;
+  // Is some running job of `team` a same-team candidate for its queue head
+  // (and so possibly for any of its waiting jobs)?
+  bool AnySameTeamCandidate(int team) const;
   // Strict FIFO: the jobs from `it` on wait behind `head`; says so.
   void MarkBehindHead(int head, std::set<QueueKey>::const_iterator it, std::set<QueueKey>::const_iterator end);
   // One job: admitted, given victims (kWaiting), or left queued.

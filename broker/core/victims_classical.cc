@@ -6,6 +6,18 @@
 #include "absl/container/flat_hash_map.h"
 
 namespace tidegate::core {
+
+bool SameTeamAllowed(const TeamPolicy& pol, const Job& J, const Job& c) {
+  switch (pol.within_team) {
+    case v1::WITHIN_TEAM_LOWER_PRIORITY:
+      return c.priority < J.priority;
+    case v1::WITHIN_TEAM_LOWER_OR_NEWER_EQUAL_PRIORITY:
+      return c.priority < J.priority || (c.priority == J.priority && J.created_at < c.created_at);
+    default:
+      return false;
+  }
+}
+
 namespace {
 
 // One candidate of docs/policy.md §3: a job of the preemptor's team, or of
@@ -172,16 +184,6 @@ void CollectSubtree(const State& s, const Job& J, int node, int meeting, int ski
   }
 }
 
-bool SameTeamAllowed(const TeamPolicy& pol, const Job& J, const Job& c) {
-  switch (pol.within_team) {
-    case v1::WITHIN_TEAM_LOWER_PRIORITY:
-      return c.priority < J.priority;
-    case v1::WITHIN_TEAM_LOWER_OR_NEWER_EQUAL_PRIORITY:
-      return c.priority < J.priority || (c.priority == J.priority && J.created_at < c.created_at);
-    default:
-      return false;
-  }
-}
 
 // Skip rule (iii): some node strictly between the candidate's team and its
 // meeting point is within guarantee.

@@ -17,6 +17,10 @@ namespace tidegate::core {
 // fits). `contested` is the mask of contested resources for job j.
 std::vector<Victim> ClassicalVictims(State& state, int j, ResourceMask contested);
 
+// May running job c of J's team be J's victim under the team's within_team
+// policy (docs/policy.md §3)?
+bool SameTeamAllowed(const TeamPolicy& pol, const Job& J, const Job& c);
+
 }  // namespace tidegate::core
 
 #endif  // TIDEGATE_BROKER_CORE_VICTIMS_CLASSICAL_H_

@@ -1,7 +1,6 @@
 #include "broker/core/victims_fair_share.h"
 
 #include <algorithm>
-#include <deque>
 #include <map>
 
 #include "broker/core/fair_share.h"
@@ -37,14 +36,40 @@ struct FsCandidate {
   CandidateKey key;
 };
 
+// One team's candidates, taken smallest key first. A binary heap, not a
+// sorted list: a search takes few of them, and sorting all (10,000 keys
+// whose ties fall through to the id) was most of its cost. Keys are a
+// strict total order (the id decides), so the order taken is the sorted one.
+class CandidateQueue {
+ public:
+  bool empty() const { return heap_.empty(); }
+  const FsCandidate& front() const { return heap_.front(); }
+  void pop_front() {
+    std::pop_heap(heap_.begin(), heap_.end(), Later);
+    heap_.pop_back();
+  }
+  void push_back(const FsCandidate& c) {
+    heap_.push_back(c);
+    std::push_heap(heap_.begin(), heap_.end(), Later);
+  }
+  void clear() { heap_.clear(); }
+  // Bulk load: append unordered, then Heapify once (linear).
+  void Append(const FsCandidate& c) { heap_.push_back(c); }
+  void Heapify() { std::make_heap(heap_.begin(), heap_.end(), Later); }
+
+ private:
+  static bool Later(const FsCandidate& a, const FsCandidate& b) { return b.key < a.key; }
+  std::vector<FsCandidate> heap_;
+};
+
 // The teams victims are taken from, in the target order of docs/policy.md §5
 // (highest share first), each with its queue of candidates.
 class TargetTeams {
  public:
-  TargetTeams(const State& s, int domain, int preemptor_team, std::map<int, std::deque<FsCandidate>> cands)
+  TargetTeams(const State& s, int domain, int preemptor_team, std::map<int, CandidateQueue> cands)
       : s_(s), domain_(domain), t_(preemptor_team), cands_(std::move(cands)), dropped_(s.config().nodes.size(), false) {}
 
-  std::deque<FsCandidate>& of(int team) { return cands_[team]; }
+  CandidateQueue& of(int team) { return cands_[team]; }
 
   // The next target leaf, or -1 when the domain itself is dropped.
   int Next() {
@@ -101,14 +126,14 @@ class TargetTeams {
   const State& s_;
   int domain_;
   int t_;
-  std::map<int, std::deque<FsCandidate>> cands_;
+  std::map<int, CandidateQueue> cands_;
   std::vector<bool> dropped_;
 };
 
-// The candidates of docs/policy.md §5 for job J, in §3's order: its own team's
+// The candidates of docs/policy.md §5 for job J by team: its own team's
 // (when within_team allows), and the running jobs of every other leaf in the
 // sharing domain that borrows a contested resource (when reclaim allows).
-std::vector<FsCandidate> CollectCandidates(const State& s, const Job& J, int domain, ResourceMask contested) {
+std::map<int, CandidateQueue> CollectCandidates(const State& s, const Job& J, int domain, ResourceMask contested) {
   const int t = J.team;
   const TeamPolicy& pol = s.node(t).policy;
   const PolicyOptions& opt = s.config().policy;
@@ -133,7 +158,7 @@ std::vector<FsCandidate> CollectCandidates(const State& s, const Job& J, int dom
     return k;
   };
 
-  std::vector<FsCandidate> all;
+  std::map<int, CandidateQueue> by_team;
   if (pol.within_team != v1::WITHIN_TEAM_NEVER) {
     for (int cj : s.node_state(t).running) {
       const Job& c = s.job(cj);
@@ -141,7 +166,7 @@ std::vector<FsCandidate> CollectCandidates(const State& s, const Job& J, int dom
       const bool allowed = pol.within_team == v1::WITHIN_TEAM_LOWER_PRIORITY
                                ? c.priority < J.priority
                                : c.priority < J.priority || (c.priority == J.priority && J.created_at < c.created_at);
-      if (allowed) all.push_back({cj, key_for(c)});
+      if (allowed) by_team[t].Append({cj, key_for(c)});
     }
   }
   if (pol.reclaim != v1::RECLAIM_NEVER) {
@@ -160,17 +185,19 @@ std::vector<FsCandidate> CollectCandidates(const State& s, const Job& J, int dom
           if ((contested >> r & 1) && s.Borrowing(c, r)) borrowing = true;
         }
         if (!borrowing) continue;
+        CandidateQueue* q = nullptr;  // made for the first candidate only.
         for (int cj : s.node_state(c).running) {
           const Job& cand = s.job(cj);
           if (!Eligible(s, cand, contested)) continue;
           if (pol.reclaim == v1::RECLAIM_LOWER_PRIORITY && cand.priority >= J.priority) continue;
-          all.push_back({cj, key_for(cand)});
+          if (!q) q = &by_team[c];
+          q->Append({cj, key_for(cand)});
         }
       }
     }
   }
-  std::sort(all.begin(), all.end(), [](const FsCandidate& a, const FsCandidate& b) { return a.key < b.key; });
-  return all;
+  for (auto& [team, q] : by_team) q.Heapify();
+  return by_team;
 }
 
 // Evicted jobs in `removed` (in eviction order, still removed from the
@@ -217,11 +244,9 @@ std::vector<Victim> FairShareVictims(State& s, int j, ResourceMask contested) {
   const int t = J.team;
   const PolicyOptions& opt = s.config().policy;
   const int domain = s.Domain(t, contested);
-  // Candidates, sorted by §3's order and grouped by team.
-  std::vector<FsCandidate> all = CollectCandidates(s, J, domain, contested);
-  if (all.empty()) return {};
-  std::map<int, std::deque<FsCandidate>> by_team;
-  for (const auto& c : all) by_team[s.job(c.job).team].push_back(c);
+  // Candidates grouped by team, each team's taken in §3's order.
+  std::map<int, CandidateQueue> by_team = CollectCandidates(s, J, domain, contested);
+  if (by_team.empty()) return {};
 
   // Count J in its team's usage for shares and borrowing tests.
   s.AddUsage(t, J.cluster, J.demand, +1);
@@ -248,7 +273,7 @@ std::vector<Victim> FairShareVictims(State& s, int j, ResourceMask contested) {
   const bool within_guarantee = s.WithinGuarantee(t, contested);
 
   bool fit = false;
-  std::map<int, std::deque<FsCandidate>> waiting;  // for the second strategy
+  std::map<int, CandidateQueue> waiting;  // for the second strategy
   {
     TargetTeams targets(s, domain, t, std::move(by_team));
     const bool first_lte = opt.strategy_lte_final;
