@@ -80,5 +80,6 @@ int main(int argc, char** argv) {
     std::cerr << "tidegated: " << s.message() << "\n";
     return 2;
   }
-  return tidegate::service::RunServer(options, tidegate::http::HttpSideServer(options));
+  return tidegate::service::RunServer(options, tidegate::http::HttpSideServer(options),
+                                      tidegate::http::HttpStandbySideServer(options));
 }

@@ -9,6 +9,10 @@ namespace {
 
 using Type = ExpositionWriter::Type;
 
+constexpr char kLeaderHelp[] =
+    "1 on the broker that writes the ledger (the leader; a SQLite broker always), 0 on a standby.";
+constexpr char kEpochHelp[] = "PostgreSQL ledger: the epoch of the leader's lease (this broker's when it leads).";
+
 // Reclaim waits for the victims' grace period (30 s by default), so its
 // buckets reach well past the alert's grace + 1 minute.
 std::vector<double> ReclaimBounds() { return {0.1, 1, 5, 10, 30, 60, 90, 120, 300, 600, 1800, 3600}; }
@@ -159,6 +163,12 @@ std::string BrokerMetrics::Render(const service::ReadModel& model, const LiveFig
                            live.connected_clusters.end();
     w.Sample("tidegate_connected_agents", {{"cluster", c.name()}}, connected ? 1 : 0);
   }
+  w.Family("tidegate_leader", Type::kGauge, kLeaderHelp);
+  w.Sample("tidegate_leader", {}, 1);
+  if (live.lease_epoch > 0) {
+    w.Family("tidegate_lease_epoch", Type::kGauge, kEpochHelp);
+    w.Sample("tidegate_lease_epoch", {}, static_cast<double>(live.lease_epoch));
+  }
   w.Family("tidegate_ledger_writable", Type::kGauge, "1 while ledger commits succeed, 0 while writes are refused.");
   w.Sample("tidegate_ledger_writable", {}, live.ledger_writable ? 1 : 0);
   w.Family("tidegate_writer_alive", Type::kGauge, "1 while the writer thread keeps waking up (at least every tick).");
@@ -187,6 +197,18 @@ std::string BrokerMetrics::Render(const service::ReadModel& model, const LiveFig
   w.Family("tidegate_reclaim_beyond_grace_seconds", Type::kHistogram,
            "Reclaim duration minus the longest grace period of its victims: the broker's own delay.");
   w.HistogramSamples("tidegate_reclaim_beyond_grace_seconds", {}, reclaim_beyond_grace_seconds_);
+  return w.text();
+}
+
+std::string RenderStandbyMetrics(int64_t lease_epoch, bool database_reachable) {
+  ExpositionWriter w;
+  w.Family("tidegate_leader", Type::kGauge, kLeaderHelp);
+  w.Sample("tidegate_leader", {}, 0);
+  w.Family("tidegate_lease_epoch", Type::kGauge, kEpochHelp);
+  w.Sample("tidegate_lease_epoch", {}, static_cast<double>(lease_epoch));
+  w.Family("tidegate_standby_database_reachable", Type::kGauge,
+           "A standby: 1 while it reaches the PostgreSQL ledger (it can take over), else 0.");
+  w.Sample("tidegate_standby_database_reachable", {}, database_reachable ? 1 : 0);
   return w.text();
 }
 

@@ -32,7 +32,12 @@ struct LiveFigures {
   bool ledger_writable = true;
   bool writer_alive = true;
   int64_t watch_requests = 0;                  // web view long polls waiting
+  int64_t lease_epoch = 0;                     // PostgreSQL: the lease led under; 0 = SQLite
 };
+
+// A standby broker's whole exposition: tidegate_leader 0, the lease epoch
+// it last read, and whether it reaches the database.
+std::string RenderStandbyMetrics(int64_t lease_epoch, bool database_reachable);
 
 class BrokerMetrics {
  public:

@@ -19,7 +19,14 @@ Verdict Readiness(const HealthInputs& in) {
   Verdict alive = Liveness(in);
   if (!alive.ok) return alive;
   if (!in.ledger.ok()) return {false, std::string(in.ledger.message())};
+  if (in.lease_epoch > 0) return {true, absl::StrCat("ok: leader, epoch ", in.lease_epoch)};
   return {true, "ok"};
+}
+
+Verdict StandbyReadiness(const StandbyInputs& in) {
+  if (!in.problem.empty()) return {false, absl::StrCat("standby: ", in.problem)};
+  if (in.leader.empty()) return {true, "ok: standby, no leader holds the lease (taking over)"};
+  return {true, absl::StrCat("ok: standby, the leader is at ", in.leader, " (epoch ", in.lease_epoch, ")")};
 }
 
 }  // namespace tidegate::http

@@ -21,6 +21,14 @@ struct HealthInputs {
   int64_t writer_wake_ms = 0;  // CoreLoop::LastLoopWakeMs(); 0 = the thread ended
   int64_t tick_ms = 10000;     // policy.tick_s
   absl::Status ledger;         // CoreLoop::LedgerHealth()
+  int64_t lease_epoch = 0;     // PostgreSQL: the lease this broker leads under; 0 = SQLite
+};
+
+// A standby broker (PostgreSQL ledger, docs/ha.md): what it last saw.
+struct StandbyInputs {
+  std::string leader;    // the leader's address; "" while none holds the lease
+  int64_t lease_epoch = 0;
+  std::string problem;   // "" while the database answers
 };
 
 struct Verdict {
@@ -30,6 +38,10 @@ struct Verdict {
 
 Verdict Liveness(const HealthInputs& in);
 Verdict Readiness(const HealthInputs& in);
+// A standby is ready while it reaches the database: it then answers its
+// callers (UNAVAILABLE naming the leader) and can take over. Unready would
+// stall a StatefulSet's rolling update on its standby pod (docs/ha.md).
+Verdict StandbyReadiness(const StandbyInputs& in);
 
 }  // namespace tidegate::http
 

@@ -24,8 +24,10 @@
 #include "broker/service/auth_services.h"
 #include "broker/service/core_loop.h"
 #include "broker/service/forecast_service.h"
+#include "broker/service/leader_standby.h"
 #include "broker/service/stream_limits.h"
 #include "forecast/svg_plot.h"
+#include "ledger/postgres_store.h"
 #include "httplib.h"
 #include "nlohmann/json.hpp"
 #include "spdlog/spdlog.h"
@@ -100,6 +102,38 @@ void SendText(httplib::Response& res, int status, const std::string& text) {
   res.set_content(text, "text/plain; charset=utf-8");
 }
 
+// An HTTP or HTTPS server (--tls-cert/--tls-key) with the pool both
+// endpoints use.
+absl::StatusOr<std::unique_ptr<httplib::Server>> MakeServer(const service::ServerOptions& options) {
+  std::unique_ptr<httplib::Server> server;
+  if (!options.tls_cert.empty()) {
+    auto ssl = std::make_unique<httplib::SSLServer>(options.tls_cert.c_str(), options.tls_key.c_str());
+    if (!ssl->is_valid()) {
+      return absl::InvalidArgumentError(absl::StrCat("--http-listen: cannot serve HTTPS with --tls-cert '",
+                                                     options.tls_cert, "' and --tls-key '", options.tls_key, "'"));
+    }
+    server = std::move(ssl);
+  } else {
+    server = std::make_unique<httplib::Server>();
+  }
+  server->new_task_queue = [] { return new httplib::ThreadPool(kPoolThreads); };
+  server->set_keep_alive_timeout(2);
+  return server;
+}
+
+// The bound port; UNAVAILABLE when taken.
+absl::StatusOr<int> Bind(httplib::Server& server, const std::string& listen, const HostPort& where) {
+  int port = where.port;
+  if (port == 0) {
+    port = server.bind_to_any_port(where.host);
+    if (port < 0) port = 0;
+  } else if (!server.bind_to_port(where.host, port)) {
+    port = 0;
+  }
+  if (port == 0) return absl::UnavailableError(absl::StrCat("cannot listen on --http-listen ", listen));
+  return port;
+}
+
 // Wakes long polls after each committed batch.
 struct Changes {
   std::mutex mu;
@@ -130,33 +164,17 @@ class HttpEndpoint final : public service::SideServer {
     if (!where.ok()) return where.status();
     ledger::SqliteOptions read_only;
     read_only.read_only = true;
-    auto reader = ledger::OpenSqliteStore(options_.db_path, read_only);
+    auto reader = ledger::OpenLedgerStore(options_.db_path, read_only);
     if (!reader.ok()) return reader.status();
     reader_ = *std::move(reader);
 
+    auto made = MakeServer(options_);
+    if (!made.ok()) return made.status();
+    server_ = *std::move(made);
     const bool tls = !options_.tls_cert.empty();
-    if (tls) {
-      auto ssl = std::make_unique<httplib::SSLServer>(options_.tls_cert.c_str(), options_.tls_key.c_str());
-      if (!ssl->is_valid()) {
-        return absl::InvalidArgumentError(absl::StrCat("--http-listen: cannot serve HTTPS with --tls-cert '",
-                                                       options_.tls_cert, "' and --tls-key '", options_.tls_key, "'"));
-      }
-      server_ = std::move(ssl);
-    } else {
-      server_ = std::make_unique<httplib::Server>();
-    }
-    server_->new_task_queue = [] { return new httplib::ThreadPool(kPoolThreads); };
-    server_->set_keep_alive_timeout(2);
     Routes(tls);
-
-    int port = where->port;
-    if (port == 0) {
-      port = server_->bind_to_any_port(where->host);
-      if (port < 0) port = 0;
-    } else if (!server_->bind_to_port(where->host, port)) {
-      port = 0;
-    }
-    if (port == 0) return absl::UnavailableError(absl::StrCat("cannot listen on --http-listen ", options_.http_listen));
+    auto port = Bind(*server_, options_.http_listen, *where);
+    if (!port.ok()) return port.status();
 
     auto metrics = metrics_;
     auto changes = changes_;
@@ -171,7 +189,7 @@ class HttpEndpoint final : public service::SideServer {
     });
     thread_ = std::thread([this] { server_->listen_after_bind(); });
     const std::string host = where->host.find(':') != std::string::npos ? "[" + where->host + "]" : where->host;
-    spdlog::info("http: serving on {}:{}{}", host, port, tls ? " (HTTPS)" : "");
+    spdlog::info("http: serving on {}:{}{}", host, *port, tls ? " (HTTPS)" : "");
     return absl::OkStatus();
   }
 
@@ -199,6 +217,7 @@ class HttpEndpoint final : public service::SideServer {
     const auto& policy = parts_.loop->Published()->config().policy();
     in.tick_ms = std::max<int64_t>(1, policy.has_tick_s() ? policy.tick_s() : 10) * 1000;
     in.ledger = parts_.loop->LedgerHealth();
+    in.lease_epoch = parts_.lease_epoch;
     return in;
   }
 
@@ -343,6 +362,7 @@ class HttpEndpoint final : public service::SideServer {
       const HealthInputs health = Health();
       live.ledger_writable = health.ledger.ok();
       live.writer_alive = Liveness(health).ok;
+      live.lease_epoch = parts_.lease_epoch;
       {
         std::lock_guard<std::mutex> lock(changes_->mu);
         live.watch_requests = changes_->watchers;
@@ -417,6 +437,66 @@ class HttpEndpoint final : public service::SideServer {
   std::thread thread_;
 };
 
+// A standby broker's endpoint (PostgreSQL ledger): the probes, /metrics
+// saying it does not lead, and 503 naming the leader for everything else
+// (the web view needs the leader's core).
+class StandbyEndpoint final : public service::SideServer {
+ public:
+  StandbyEndpoint(const service::ServerOptions& options, const service::StandbyParts& parts)
+      : options_(options), parts_(parts) {}
+  ~StandbyEndpoint() override {
+    if (server_) server_->stop();
+    if (thread_.joinable()) thread_.join();
+  }
+
+  absl::Status Start() {
+    auto where = ParseListen(options_.http_listen);
+    if (!where.ok()) return where.status();
+    auto made = MakeServer(options_);
+    if (!made.ok()) return made.status();
+    server_ = *std::move(made);
+    httplib::Server& s = *server_;
+    s.Get("/healthz", [](const httplib::Request&, httplib::Response& res) { SendText(res, 200, "ok: standby\n"); });
+    s.Get("/readyz", [this](const httplib::Request&, httplib::Response& res) {
+      const Verdict v = StandbyReadiness(Inputs());
+      SendText(res, v.ok ? 200 : 503, v.text + "\n");
+    });
+    s.Get("/metrics", [this](const httplib::Request& req, httplib::Response& res) {
+      absl::Status who;  // every team's figures, as the leader's /metrics
+      if (parts_.authenticator != nullptr) {
+        who = parts_.authenticator->CheckBearer(Authorization(req), kGetTeam, service::auth::CallScope{"", "", ""})
+                  .status();
+      }
+      if (!who.ok()) {
+        SendText(res, absl::IsUnauthenticated(who) ? 401 : 403, std::string(who.message()) + "\n");
+        return;
+      }
+      const StandbyInputs in = Inputs();
+      res.set_content(RenderStandbyMetrics(in.lease_epoch, in.problem.empty()),
+                      "text/plain; version=0.0.4; charset=utf-8");
+    });
+    s.Get(".*", [this](const httplib::Request&, httplib::Response& res) {
+      const std::string leader = parts_.standby->leader();
+      SendText(res, 503, leader.empty() ? "standby: no leader yet, try again shortly\n"
+                                        : absl::StrCat("standby: the leader is at ", leader, "\n"));
+    });
+    auto port = Bind(s, options_.http_listen, *where);
+    if (!port.ok()) return port.status();
+    thread_ = std::thread([this] { server_->listen_after_bind(); });
+    spdlog::info("http: serving the standby's probes and metrics on port {}", *port);
+    return absl::OkStatus();
+  }
+
+ private:
+  StandbyInputs Inputs() const {
+    return StandbyInputs{parts_.standby->leader(), parts_.standby->lease_epoch(), parts_.standby->problem()};
+  }
+  const service::ServerOptions options_;
+  service::StandbyParts parts_;
+  std::unique_ptr<httplib::Server> server_;
+  std::thread thread_;
+};
+
 }  // namespace
 
 absl::Status CheckHttpListen(const service::ServerOptions& options) {
@@ -434,6 +514,14 @@ absl::Status CheckHttpListen(const service::ServerOptions& options) {
 service::SideServerFactory HttpSideServer(const service::ServerOptions& options) {
   return [options](const service::BrokerParts& parts) -> absl::StatusOr<std::unique_ptr<service::SideServer>> {
     auto endpoint = std::make_unique<HttpEndpoint>(options, parts);
+    if (auto s = endpoint->Start(); !s.ok()) return s;
+    return endpoint;
+  };
+}
+
+service::StandbySideFactory HttpStandbySideServer(const service::ServerOptions& options) {
+  return [options](const service::StandbyParts& parts) -> absl::StatusOr<std::unique_ptr<service::SideServer>> {
+    auto endpoint = std::make_unique<StandbyEndpoint>(options, parts);
     if (auto s = endpoint->Start(); !s.ok()) return s;
     return endpoint;
   };

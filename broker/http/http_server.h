@@ -32,6 +32,11 @@ absl::Status CheckHttpListen(const service::ServerOptions& options);
 // core loop's batch observer for the metrics.
 service::SideServerFactory HttpSideServer(const service::ServerOptions& options);
 
+// What a standby broker (PostgreSQL ledger) serves on --http-listen until it
+// leads: /healthz, /readyz (ready while it reaches the database, naming the
+// leader), /metrics (tidegate_leader 0) and 503 naming the leader elsewhere.
+service::StandbySideFactory HttpStandbySideServer(const service::ServerOptions& options);
+
 }  // namespace tidegate::http
 
 #endif  // TIDEGATE_BROKER_HTTP_HTTP_SERVER_H_

@@ -92,6 +92,21 @@ TEST(Health, ReadinessNeedsAWritableLedger) {
   EXPECT_TRUE(Liveness(in).ok);  // a read-only ledger is not a reason to restart
 }
 
+TEST(Health, APostgresLeaderSaysItsEpochAndAStandbyIsReadyWhileItReachesTheDatabase) {
+  HealthInputs in{100000, 99000, 10000, absl::OkStatus(), 7};
+  EXPECT_EQ(Readiness(in).text, "ok: leader, epoch 7");
+  in.ledger = absl::UnavailableError("the ledger cannot be written: fenced");
+  EXPECT_FALSE(Readiness(in).ok);  // a leader whose commits fail is unready, as any writer
+  EXPECT_TRUE(StandbyReadiness({"10.0.0.1:50051", 7, ""}).ok);
+  EXPECT_EQ(StandbyReadiness({"10.0.0.1:50051", 7, ""}).text, "ok: standby, the leader is at 10.0.0.1:50051 (epoch 7)");
+  const Verdict cut_off = StandbyReadiness({"10.0.0.1:50051", 7, "connection refused"});
+  EXPECT_FALSE(cut_off.ok);
+  EXPECT_EQ(cut_off.text, "standby: connection refused");
+  EXPECT_THAT(RenderStandbyMetrics(7, false), HasSubstr("\ntidegate_leader 0\n"));
+  EXPECT_THAT(RenderStandbyMetrics(7, false), HasSubstr("\ntidegate_lease_epoch 7\n"));
+  EXPECT_THAT(RenderStandbyMetrics(7, false), HasSubstr("\ntidegate_standby_database_reachable 0\n"));
+}
+
 TEST(Html, EscapesTheFiveSpecialCharacters) {
   EXPECT_EQ(HtmlEscape("<a href=\"x\">'&'</a>"), "&lt;a href=&quot;x&quot;&gt;&#39;&amp;&#39;&lt;/a&gt;");
   EXPECT_EQ(UrlEncode("org/ml x&y"), "org%2Fml%20x%26y");

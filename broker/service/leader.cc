@@ -151,7 +151,9 @@ void LeaseKeeper::StepDown(const std::string& why) {
 
 std::optional<LedgerWriter> OpenLedgerWriter(const ServerOptions& options,
                                              std::shared_ptr<grpc::ServerCredentials> credentials,
-                                             const sigset_t& signals, int* exit_code) {
+                                             const sigset_t& signals, int* exit_code,
+                                             const StandbySideFactory& standby_side,
+                                             const auth::Authenticator* authenticator) {
   if (!ledger::IsPostgresLedger(options.db_path)) return OpenSqliteWriter(options, exit_code);
   const std::string db = options.db_path;
   const std::string name = ledger::RedactConninfo(db);
@@ -188,6 +190,16 @@ std::optional<LedgerWriter> OpenLedgerWriter(const ServerOptions& options,
     std::cerr << "tidegated: " << standby.status().message() << "\n";
     *exit_code = 1;
     return std::nullopt;
+  }
+  std::unique_ptr<SideServer> standby_http;
+  if (standby_side) {
+    auto started = standby_side(StandbyParts{standby->get(), authenticator});
+    if (!started.ok()) {
+      std::cerr << "tidegated: " << started.status().message() << "\n";
+      *exit_code = 1;
+      return std::nullopt;
+    }
+    standby_http = *std::move(started);
   }
   std::printf("tidegated listening on %s (standby)\n", options.listen.c_str());
   std::fflush(stdout);
@@ -243,6 +255,7 @@ std::optional<LedgerWriter> OpenLedgerWriter(const ServerOptions& options,
         spdlog::info("leader: took the lease, epoch {} (caught up to seq {} in {} ms)", **epoch,
                      warm->has_value() ? (*warm)->seq : 0,
                      std::chrono::duration_cast<std::chrono::milliseconds>(LeaseKeeper::Clock::now() - took).count());
+        standby_http.reset();  // frees the HTTP port for the leader's side server
         standby->reset();  // frees the port for the leader's server
         LedgerWriter out;
         out.store = *std::move(writer);
@@ -252,9 +265,15 @@ std::optional<LedgerWriter> OpenLedgerWriter(const ServerOptions& options,
       }
       if (!epoch.ok()) {
         note(epoch.status());
+        (*standby)->SetLeaseRound(0, std::string(epoch.status().message()));
       } else if (absl::StatusOr<ledger::LeaseInfo> info = lease->Read(); info.ok()) {
         (*standby)->SetLeader(info->held() ? info->address : "");
+        (*standby)->SetLeaseRound(info->epoch, step.ok() ? "" : std::string(step.message()));
+      } else {
+        (*standby)->SetLeaseRound(0, std::string(info.status().message()));
       }
+    } else {
+      (*standby)->SetLeaseRound(0, std::string(step.message()));
     }
     timespec wait{0, static_cast<long>(RenewEveryMs(ttl_ms) * 1000000)};
     if (RenewEveryMs(ttl_ms) >= 1000) wait = timespec{RenewEveryMs(ttl_ms) / 1000, (RenewEveryMs(ttl_ms) % 1000) * 1000000};

@@ -77,9 +77,13 @@ struct LedgerWriter {
 // port). nullopt with *exit_code set when the broker must exit instead:
 // 0 after SIGTERM/SIGINT while standby, 1 when the ledger cannot be opened,
 // 2 for flags a shared ledger cannot work with (a --listen port of 0).
+// `standby_side`, when set, runs while the broker is a standby (its HTTP
+// endpoint); an error starting it exits 1.
 std::optional<LedgerWriter> OpenLedgerWriter(const ServerOptions& options,
                                              std::shared_ptr<grpc::ServerCredentials> credentials,
-                                             const sigset_t& signals, int* exit_code);
+                                             const sigset_t& signals, int* exit_code,
+                                             const StandbySideFactory& standby_side = nullptr,
+                                             const auth::Authenticator* authenticator = nullptr);
 
 }  // namespace tidegate::service
 

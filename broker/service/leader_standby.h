@@ -8,6 +8,7 @@
 #ifndef TIDEGATE_BROKER_SERVICE_LEADER_STANDBY_H_
 #define TIDEGATE_BROKER_SERVICE_LEADER_STANDBY_H_
 
+#include <cstdint>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -33,12 +34,20 @@ class StandbyServer {
   // The leader to name ("" while none is known).
   void SetLeader(const std::string& address);
   std::string leader() const;
+  // What the standby's HTTP endpoint shows: the lease's epoch as last read
+  // (0 = never held), and why the last round failed ("" = the database
+  // answered: the lease polled and the journal tailed).
+  void SetLeaseRound(int64_t epoch, const std::string& problem);
+  int64_t lease_epoch() const;
+  std::string problem() const;
 
  private:
   class Service;
   StandbyServer() = default;
   mutable std::mutex mu_;
   std::string leader_;  // guarded by mu_
+  int64_t lease_epoch_ = 0;  // guarded by mu_
+  std::string problem_ = "the database has not answered yet";  // guarded by mu_
   std::unique_ptr<Service> service_;
   std::unique_ptr<grpc::Server> server_;
 };

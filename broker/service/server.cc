@@ -29,7 +29,7 @@
 
 namespace tidegate::service {
 
-int RunServer(const ServerOptions& options, const SideServerFactory& side) {
+int RunServer(const ServerOptions& options, const SideServerFactory& side, const StandbySideFactory& standby_side) {
   // Logs go to stderr; stdout carries only the "listening on" line.
   spdlog::set_default_logger(spdlog::stderr_color_mt("tidegated"));
   v1::Config config;
@@ -61,7 +61,8 @@ int RunServer(const ServerOptions& options, const SideServerFactory& side) {
   // SQLite: the file's lock; PostgreSQL: a standby until this broker leads
   // (leader.h). Held until RunServer returns, after the loop closed the store.
   int writer_exit = 0;
-  std::optional<LedgerWriter> writer = OpenLedgerWriter(options, security->credentials, signals, &writer_exit);
+  std::optional<LedgerWriter> writer = OpenLedgerWriter(options, security->credentials, signals, &writer_exit,
+                                                                 standby_side, authenticator);
   if (!writer.has_value()) return writer_exit;
   auto store = std::move(writer->store);
   RealClock clock;
@@ -135,7 +136,8 @@ int RunServer(const ServerOptions& options, const SideServerFactory& side) {
   });
   std::unique_ptr<SideServer> side_server;
   if (side) {
-    auto started_side = side(BrokerParts{loop->get(), authenticator, &forecast, &streams, &agents});
+    const int64_t lease_epoch = writer->leadership ? writer->leadership->epoch() : 0;
+    auto started_side = side(BrokerParts{loop->get(), authenticator, &forecast, &streams, &agents, lease_epoch});
     if (!started_side.ok()) {
       std::cerr << "tidegated: " << started_side.status().message() << "\n";
       return 1;

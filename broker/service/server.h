@@ -4,6 +4,7 @@
 #ifndef TIDEGATE_BROKER_SERVICE_SERVER_H_
 #define TIDEGATE_BROKER_SERVICE_SERVER_H_
 
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <string>
@@ -65,6 +66,9 @@ struct BrokerParts {
   ForecastServiceImpl* forecast = nullptr;
   StreamLimiter* streams = nullptr;
   AgentServiceImpl* agents = nullptr;
+  // PostgreSQL: the epoch of the lease this broker leads under; 0 for SQLite
+  // (the only writer, no election).
+  int64_t lease_epoch = 0;
 };
 class SideServer {
  public:
@@ -73,6 +77,16 @@ class SideServer {
 // An error ends RunServer with exit 1 (e.g. the port is taken).
 using SideServerFactory = std::function<absl::StatusOr<std::unique_ptr<SideServer>>(const BrokerParts&)>;
 
+// What a standby broker's side server reads (PostgreSQL ledger, leader.h).
+// It runs while the broker is a standby and is destroyed before the
+// leader's side server binds the same port.
+class StandbyServer;
+struct StandbyParts {
+  const StandbyServer* standby = nullptr;
+  const auth::Authenticator* authenticator = nullptr;
+};
+using StandbySideFactory = std::function<absl::StatusOr<std::unique_ptr<SideServer>>(const StandbyParts&)>;
+
 // True when `listen` only accepts local connections: 127.0.0.0/8, ::1,
 // localhost, or a unix: socket.
 bool IsLoopbackListen(const std::string& listen);
@@ -80,8 +94,9 @@ bool IsLoopbackListen(const std::string& listen);
 // Exit codes: 0 after a clean shutdown, 2 bad config or flags, 1 when the
 // ledger or the listening port cannot be opened (the ledger missing or empty
 // without --init, locked by another broker, read-only, damaged).
-// `side`, when set, is started as above.
-int RunServer(const ServerOptions& options, const SideServerFactory& side = nullptr);
+// `side`, when set, is started as above; `standby_side` while a standby.
+int RunServer(const ServerOptions& options, const SideServerFactory& side = nullptr,
+              const StandbySideFactory& standby_side = nullptr);
 
 }  // namespace tidegate::service
 

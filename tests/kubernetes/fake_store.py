@@ -33,6 +33,7 @@ RESOURCES = [
     ("", "v1", "configmaps", "ConfigMap", True, ["cm"], False),
     ("batch", "v1", "jobs", "Job", True, [], True),
     ("apps", "v1", "deployments", "Deployment", True, ["deploy"], True),
+    ("apps", "v1", "statefulsets", "StatefulSet", True, ["sts"], True),
     ("scheduling.k8s.io", "v1", "priorityclasses", "PriorityClass", False, ["pc"], False),
     ("rbac.authorization.k8s.io", "v1", "clusterroles", "ClusterRole", False, [], False),
     ("rbac.authorization.k8s.io", "v1", "clusterrolebindings", "ClusterRoleBinding", False, [], False),

@@ -134,6 +134,27 @@ def kubectl_checks(url, tmp):
         check(r.returncode == 0, f"kubectl apply -k deploy/kubernetes ({(r.stdout + r.stderr).strip()[:300]})")
         r = k("apply", "-k", deploy)
         check(r.returncode == 0 and "unchanged" in r.stdout, "a second kubectl apply -k changes nothing")
+    # The broker's own manifests: a StatefulSet, its Service and the generated ConfigMap.
+    broker = os.path.join(ROOT, "deploy", "broker-kubernetes")
+    if os.path.isdir(broker):
+        r = k("kustomize", broker)
+        kinds = sorted(l.split(":", 1)[1].strip() for l in r.stdout.splitlines() if l.startswith("kind:"))
+        check(r.returncode == 0 and kinds == ["ConfigMap", "Namespace", "Service", "StatefulSet"],
+              f"kubectl kustomize deploy/broker-kubernetes renders ({kinds})")
+        r = k("apply", "-k", broker)
+        check(r.returncode == 0, f"kubectl apply -k deploy/broker-kubernetes ({(r.stdout + r.stderr).strip()[:300]})")
+        r = k("apply", "-k", broker)
+        check(r.returncode == 0 and "unchanged" in r.stdout and "configured" not in r.stdout,
+              f"a second kubectl apply -k deploy/broker-kubernetes changes nothing ({r.stdout.strip()[:200]})")
+        sts = json.loads(k("get", "statefulset", "tidegated", "-n", "tidegate", "-o", "json").stdout)
+        volumes = {v["name"]: v for v in sts["spec"]["template"]["spec"].get("volumes", [])}
+        config_map = next((v["configMap"]["name"] for v in volumes.values() if "configMap" in v), "")
+        check(config_map.startswith("tidegate-config-") and
+              k("get", "configmap", config_map, "-n", "tidegate").returncode == 0,
+              f"the StatefulSet mounts the generated ConfigMap, which is stored ({config_map})")
+        svc = json.loads(k("get", "service", "tidegated", "-n", "tidegate", "-o", "json").stdout)
+        check(svc["spec"]["selector"] == sts["spec"]["selector"]["matchLabels"],
+              f"the Service selects the StatefulSet's pods ({svc['spec'].get('selector')})")
 
 
 def python_checks(url):

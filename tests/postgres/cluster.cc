@@ -58,8 +58,11 @@ void Broker::Start() {
     const int out = open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
     dup2(out, 1);
     dup2(out, 2);
-    execl(bin.c_str(), bin.c_str(), "--config", config_.c_str(), "--db", db_.c_str(), "--init", "--listen",
-          listen.c_str(), "--lease-ms", lease.c_str(), static_cast<char*>(nullptr));
+    std::vector<const char*> argv = {bin.c_str(), "--config", config_.c_str(), "--db", db_.c_str(), "--init",
+                                     "--listen", listen.c_str(), "--lease-ms", lease.c_str()};
+    for (const std::string& arg : extra_args_) argv.push_back(arg.c_str());
+    argv.push_back(nullptr);
+    execv(bin.c_str(), const_cast<char* const*>(argv.data()));
     _exit(127);
   }
 }

@@ -32,6 +32,8 @@ class Broker {
  public:
   Broker(std::string dir, std::string config, std::string db, int port, int lease_ms);
   ~Broker();  // SIGKILL
+  // Flags for every later Start (e.g. --http-listen).
+  void AddArgs(std::vector<std::string> args) { extra_args_ = std::move(args); }
   void Start();
   void Signal(int sig);
   void Kill();  // SIGKILL and reap
@@ -42,6 +44,7 @@ class Broker {
  private:
   std::string dir_, config_, db_;
   int port_, lease_ms_;
+  std::vector<std::string> extra_args_;
   pid_t pid_ = -1;
   int starts_ = 0;
 };
