@@ -35,6 +35,7 @@ void ElasticFollower::Once() {
   if (parallelism.empty()) return;
   std::vector<v1::JobInfo> jobs;
   v1::ListJobsRequest req;
+  req.set_cluster(cluster_);  // all an agent role may list
   do {  // every page: a broker with many live jobs answers in pages.
     grpc::ClientContext ctx;
     ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
