@@ -8,15 +8,12 @@
 #include <thread>
 
 #include "absl/strings/match.h"
-#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_split.h"
-#include "absl/strings/strip.h"
-#include "absl/strings/ascii.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "broker/http/assets.h"
 #include "broker/http/broker_metrics.h"
+#include "broker/http/endpoint_kit.h"
 #include "broker/http/health.h"
 #include "broker/http/html.h"
 #include "broker/http/views.h"
@@ -24,7 +21,6 @@
 #include "broker/service/auth_services.h"
 #include "broker/service/core_loop.h"
 #include "broker/service/forecast_service.h"
-#include "broker/service/leader_standby.h"
 #include "broker/service/stream_limits.h"
 #include "forecast/svg_plot.h"
 #include "ledger/postgres_store.h"
@@ -35,104 +31,17 @@
 namespace tidegate::http {
 namespace {
 
-constexpr char kGetTeam[] = "/tidegate.v1.QuotaService/GetTeam";
 constexpr char kListTeams[] = "/tidegate.v1.QuotaService/ListTeams";
 constexpr char kForecast[] = "/tidegate.v1.ForecastService/Forecast";
-constexpr char kTokenCookie[] = "tidegate_token";
-// Long polls hold a pool thread each; past this many they answer at once,
-// so /metrics and the probes always find a free thread.
-constexpr int kPoolThreads = 16;
+// Long polls hold a pool thread each (MakeServer's pool is larger); past
+// this many they answer at once, so /metrics and the probes always find a
+// free thread.
 constexpr int kMaxWatchers = 8;
 constexpr auto kWatchTimeout = std::chrono::seconds(25);
 constexpr int64_t kForecastCacheMs = 10 * 60 * 1000;
 constexpr int kLoanDays = 7;
 
-struct HostPort {
-  std::string host;
-  int port = 0;
-};
-
-absl::StatusOr<HostPort> ParseListen(const std::string& listen) {
-  const size_t colon = listen.rfind(':');
-  int port = -1;
-  if (colon == std::string::npos || colon == 0 || !absl::SimpleAtoi(listen.substr(colon + 1), &port) || port < 0 ||
-      port > 65535) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("--http-listen '", listen, "' is not HOST:PORT (e.g. 127.0.0.1:8080, [::1]:8080)"));
-  }
-  std::string host = listen.substr(0, colon);
-  if (host.size() >= 2 && host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);
-  return HostPort{host, port};
-}
-
 int64_t NowMs() { return absl::ToUnixMillis(absl::Now()); }
-
-// The bearer token of a request: the Authorization header, else the cookie
-// /login sets (browsers send no Authorization header by themselves).
-std::string Authorization(const httplib::Request& req) {
-  std::string header = req.get_header_value("Authorization");
-  if (!header.empty()) return header;
-  for (absl::string_view part : absl::StrSplit(req.get_header_value("Cookie"), ';')) {
-    part = absl::StripAsciiWhitespace(part);
-    if (absl::ConsumePrefix(&part, kTokenCookie) && absl::ConsumePrefix(&part, "=") && !part.empty()) {
-      return absl::StrCat("Bearer ", part);
-    }
-  }
-  return "";
-}
-
-void SecurityHeaders(httplib::Response& res) {
-  // Defence in depth behind the escaping: no inline script, nothing foreign.
-  res.set_header("Content-Security-Policy",
-                 "default-src 'self'; style-src 'self' 'unsafe-inline'; object-src 'none'; base-uri 'none'; "
-                 "frame-ancestors 'none'; form-action 'self'");
-  res.set_header("X-Content-Type-Options", "nosniff");
-  res.set_header("Cache-Control", "no-store");
-}
-
-void SendPage(httplib::Response& res, int status, const std::string& html) {
-  SecurityHeaders(res);
-  res.status = status;
-  res.set_content(html, "text/html; charset=utf-8");
-}
-
-void SendText(httplib::Response& res, int status, const std::string& text) {
-  SecurityHeaders(res);
-  res.status = status;
-  res.set_content(text, "text/plain; charset=utf-8");
-}
-
-// An HTTP or HTTPS server (--tls-cert/--tls-key) with the pool both
-// endpoints use.
-absl::StatusOr<std::unique_ptr<httplib::Server>> MakeServer(const service::ServerOptions& options) {
-  std::unique_ptr<httplib::Server> server;
-  if (!options.tls_cert.empty()) {
-    auto ssl = std::make_unique<httplib::SSLServer>(options.tls_cert.c_str(), options.tls_key.c_str());
-    if (!ssl->is_valid()) {
-      return absl::InvalidArgumentError(absl::StrCat("--http-listen: cannot serve HTTPS with --tls-cert '",
-                                                     options.tls_cert, "' and --tls-key '", options.tls_key, "'"));
-    }
-    server = std::move(ssl);
-  } else {
-    server = std::make_unique<httplib::Server>();
-  }
-  server->new_task_queue = [] { return new httplib::ThreadPool(kPoolThreads); };
-  server->set_keep_alive_timeout(2);
-  return server;
-}
-
-// The bound port; UNAVAILABLE when taken.
-absl::StatusOr<int> Bind(httplib::Server& server, const std::string& listen, const HostPort& where) {
-  int port = where.port;
-  if (port == 0) {
-    port = server.bind_to_any_port(where.host);
-    if (port < 0) port = 0;
-  } else if (!server.bind_to_port(where.host, port)) {
-    port = 0;
-  }
-  if (port == 0) return absl::UnavailableError(absl::StrCat("cannot listen on --http-listen ", listen));
-  return port;
-}
 
 // Wakes long polls after each committed batch.
 struct Changes {
@@ -437,66 +346,6 @@ class HttpEndpoint final : public service::SideServer {
   std::thread thread_;
 };
 
-// A standby broker's endpoint (PostgreSQL ledger): the probes, /metrics
-// saying it does not lead, and 503 naming the leader for everything else
-// (the web view needs the leader's core).
-class StandbyEndpoint final : public service::SideServer {
- public:
-  StandbyEndpoint(const service::ServerOptions& options, const service::StandbyParts& parts)
-      : options_(options), parts_(parts) {}
-  ~StandbyEndpoint() override {
-    if (server_) server_->stop();
-    if (thread_.joinable()) thread_.join();
-  }
-
-  absl::Status Start() {
-    auto where = ParseListen(options_.http_listen);
-    if (!where.ok()) return where.status();
-    auto made = MakeServer(options_);
-    if (!made.ok()) return made.status();
-    server_ = *std::move(made);
-    httplib::Server& s = *server_;
-    s.Get("/healthz", [](const httplib::Request&, httplib::Response& res) { SendText(res, 200, "ok: standby\n"); });
-    s.Get("/readyz", [this](const httplib::Request&, httplib::Response& res) {
-      const Verdict v = StandbyReadiness(Inputs());
-      SendText(res, v.ok ? 200 : 503, v.text + "\n");
-    });
-    s.Get("/metrics", [this](const httplib::Request& req, httplib::Response& res) {
-      absl::Status who;  // every team's figures, as the leader's /metrics
-      if (parts_.authenticator != nullptr) {
-        who = parts_.authenticator->CheckBearer(Authorization(req), kGetTeam, service::auth::CallScope{"", "", ""})
-                  .status();
-      }
-      if (!who.ok()) {
-        SendText(res, absl::IsUnauthenticated(who) ? 401 : 403, std::string(who.message()) + "\n");
-        return;
-      }
-      const StandbyInputs in = Inputs();
-      res.set_content(RenderStandbyMetrics(in.lease_epoch, in.problem.empty()),
-                      "text/plain; version=0.0.4; charset=utf-8");
-    });
-    s.Get(".*", [this](const httplib::Request&, httplib::Response& res) {
-      const std::string leader = parts_.standby->leader();
-      SendText(res, 503, leader.empty() ? "standby: no leader yet, try again shortly\n"
-                                        : absl::StrCat("standby: the leader is at ", leader, "\n"));
-    });
-    auto port = Bind(s, options_.http_listen, *where);
-    if (!port.ok()) return port.status();
-    thread_ = std::thread([this] { server_->listen_after_bind(); });
-    spdlog::info("http: serving the standby's probes and metrics on port {}", *port);
-    return absl::OkStatus();
-  }
-
- private:
-  StandbyInputs Inputs() const {
-    return StandbyInputs{parts_.standby->leader(), parts_.standby->lease_epoch(), parts_.standby->problem()};
-  }
-  const service::ServerOptions options_;
-  service::StandbyParts parts_;
-  std::unique_ptr<httplib::Server> server_;
-  std::thread thread_;
-};
-
 }  // namespace
 
 absl::Status CheckHttpListen(const service::ServerOptions& options) {
@@ -514,14 +363,6 @@ absl::Status CheckHttpListen(const service::ServerOptions& options) {
 service::SideServerFactory HttpSideServer(const service::ServerOptions& options) {
   return [options](const service::BrokerParts& parts) -> absl::StatusOr<std::unique_ptr<service::SideServer>> {
     auto endpoint = std::make_unique<HttpEndpoint>(options, parts);
-    if (auto s = endpoint->Start(); !s.ok()) return s;
-    return endpoint;
-  };
-}
-
-service::StandbySideFactory HttpStandbySideServer(const service::ServerOptions& options) {
-  return [options](const service::StandbyParts& parts) -> absl::StatusOr<std::unique_ptr<service::SideServer>> {
-    auto endpoint = std::make_unique<StandbyEndpoint>(options, parts);
     if (auto s = endpoint->Start(); !s.ok()) return s;
     return endpoint;
   };
