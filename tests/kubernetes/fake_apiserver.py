@@ -15,7 +15,9 @@ objects to --state (if given) and exits; started again with the same
 --state it has the same objects and versions but no watch history, so a
 watch from an older version gets 410 Expired (as after etcd compaction).
 Test-only endpoints: POST /_fake/compact (drop history), POST
-/_fake/drop-watches (end every watch stream).
+/_fake/drop-watches (end every watch stream), POST /_fake/watch-lag with
+{"seconds": S} (watches deliver each event S seconds late, as a slow
+informer cache sees it; 0 ends the lag).
 """
 import argparse
 import json
@@ -154,6 +156,7 @@ class Server:
         self.store = Store(history_limit=args.history)
         self.cluster = Cluster(self.store)
         self.watch_generation = 0
+        self.watch_lag_s = 0.0
         ns = BY_PLURAL[("", "namespaces")]
         nodes = BY_PLURAL[("", "nodes")]
         if args.state and os.path.exists(args.state):
@@ -254,8 +257,12 @@ def make_handler(srv):
             self.handle_any("DELETE")
 
         def fake_admin(self, method, path):
-            self.body()
-            if path == "/_fake/compact":
+            body = self.body()
+            if path == "/_fake/watch-lag":
+                with store.lock:
+                    srv.watch_lag_s = float(body.get("seconds", 0))
+                    store.changed.notify_all()
+            elif path == "/_fake/compact":
                 store.compact()
             elif path == "/_fake/drop-watches":
                 with store.lock:
@@ -421,8 +428,11 @@ def make_handler(srv):
                                 last = None
                                 break
                             fresh = [h for h in store.history if h[0] > last]
+                            due = time.monotonic() - srv.watch_lag_s
+                            held = [h for h in fresh if h[4] > due]  # recorded in order: a suffix
+                            fresh = fresh[:len(fresh) - len(held)]
                             if fresh:
-                                for hrv, hkey, typ, obj in fresh:
+                                for hrv, hkey, typ, obj, _ in fresh:
                                     if hkey == key and wanted(typ, obj):
                                         out.append({"type": typ, "object": obj})
                                 last = fresh[-1][0]
@@ -430,14 +440,16 @@ def make_handler(srv):
                                     break
                                 continue
                             if bookmarks and time.time() >= next_bookmark:
-                                last = store.rv
+                                last = last if held else store.rv
                                 out.append({"type": "BOOKMARK", "object": {
                                     "kind": res[3], "apiVersion": gv_of(res),
-                                    "metadata": {"resourceVersion": str(store.rv),
+                                    "metadata": {"resourceVersion": str(last),
                                                  "annotations": {"k8s.io/initial-events-end": "true"}}}})
                                 next_bookmark = time.time() + srv.args.bookmark_s
                                 break
                             wait = min(deadline, next_bookmark if bookmarks else deadline) - time.time()
+                            if held:
+                                wait = min(wait, held[0][4] - due)
                             store.changed.wait(max(0.01, min(wait, 1.0)))
                     for e in out:
                         self.chunk(e)

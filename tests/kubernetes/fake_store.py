@@ -251,7 +251,8 @@ def json_patch(target, ops):
 class Store:
     """Every object, the global resourceVersion and the event history.
 
-    `history` is a list of (rv, (group, plural), type, object); `compacted`
+    `history` is a list of (rv, (group, plural), type, object, monotonic
+    time recorded); `compacted`
     is the version below which history is gone (410 for older watches).
     Hooks: `defaults(res, obj, old)` fills defaults on create/update;
     `on_delete(res, obj, opts)` may turn a delete into a graceful one
@@ -273,7 +274,7 @@ class Store:
         return self.objects.setdefault((res[0], res[2]), {})
 
     def _record(self, res, typ, obj):
-        self.history.append((self.rv, (res[0], res[2]), typ, copy.deepcopy(obj)))
+        self.history.append((self.rv, (res[0], res[2]), typ, copy.deepcopy(obj), time.monotonic()))
         if len(self.history) > self.history_limit:
             drop = len(self.history) - self.history_limit
             self.compacted = self.history[drop - 1][0]
