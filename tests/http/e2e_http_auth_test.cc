@@ -6,7 +6,6 @@
 
 #include <cstdlib>
 #include <fstream>
-#include <regex>
 #include <sstream>
 
 #include "gmock/gmock.h"
@@ -59,10 +58,9 @@ class HttpAuth : public ::testing::Test {
         {"--tls-cert", dir_->File("broker.crt"), "--tls-key", dir_->File("broker.key"), "--roles",
          dir_->File("roles.yaml"), "--tokens", tokens, "--http-listen", "127.0.0.1:0"});
     ASSERT_TRUE(broker_->Start()) << broker_->Stderr();
-    std::smatch m;
-    const std::string log = broker_->Stderr();
-    ASSERT_TRUE(std::regex_search(log, m, std::regex("http: serving on 127\\.0\\.0\\.1:([0-9]+) \\(HTTPS\\)"))) << log;
-    port_ = std::stoi(m[1]);
+    port_ = broker_->HttpPort();
+    ASSERT_GT(port_, 0) << broker_->Stderr();
+    ASSERT_THAT(broker_->Stderr(), HasSubstr("(HTTPS)"));
   }
   static void TearDownTestSuite() {
     delete broker_;

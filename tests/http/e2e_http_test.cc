@@ -5,11 +5,8 @@
 // without a reload), and /readyz follows a ledger made read-only and back.
 // One broker for the whole file; the tests run in order and the read-only
 // ledger comes last. A missing program skips its test with a message.
-#include <arpa/inet.h>
 #include <fcntl.h>
-#include <netinet/in.h>
 #include <signal.h>
-#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -17,10 +14,8 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
-#include <functional>
 #include <regex>
 #include <sstream>
-#include <thread>
 
 #include "gmock/gmock.h"
 #include "grpcpp/grpcpp.h"
@@ -55,29 +50,6 @@ std::string ReadText(const std::string& path) {
 
 bool OnPath(const std::string& program) {
   return std::system(("command -v " + program + " >/dev/null 2>&1").c_str()) == 0;
-}
-
-// Polls `done` every 50 ms until it holds or `seconds` pass.
-bool Eventually(const std::function<bool()>& done, int seconds = 20) {
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(seconds);
-  while (std::chrono::steady_clock::now() < deadline) {
-    if (done()) return true;
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  }
-  return done();
-}
-
-// A port nobody listens on now (bound and released; good enough on loopback).
-int FreePort() {
-  const int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr);
-  socklen_t len = sizeof addr;
-  getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
-  close(fd);
-  return ntohs(addr.sin_port);
 }
 
 // A child process with stdout and stderr in `log`; SIGTERMed (then waited
@@ -142,10 +114,8 @@ class HttpEndToEnd : public ::testing::Test {
     broker_ = new testing::ServerProcess(dir_->File("tidegate.yaml"), dir_->File("tidegate.db"),
                                          {"--http-listen", "127.0.0.1:0"});
     ASSERT_TRUE(broker_->Start()) << broker_->Stderr();
-    std::smatch m;
-    const std::string log = broker_->Stderr();
-    ASSERT_TRUE(std::regex_search(log, m, std::regex("http: serving on 127\\.0\\.0\\.1:([0-9]+)"))) << log;
-    http_port_ = std::stoi(m[1]);
+    http_port_ = broker_->HttpPort();
+    ASSERT_GT(http_port_, 0) << broker_->Stderr();
   }
   static void TearDownTestSuite() {
     delete broker_;
@@ -222,7 +192,7 @@ TEST_F(HttpEndToEnd, TheExpositionPassesPromtool) {
 
 TEST_F(HttpEndToEnd, PrometheusScrapesWhatTheBrokerAnswers) {
   if (!OnPath("prometheus")) GTEST_SKIP() << "prometheus not installed (Debian package prometheus)";
-  const int port = FreePort();
+  const int port = testing::FreePorts(1)[0];
   std::ofstream(dir_->File("prometheus.yml")) << "global: {scrape_interval: 1s, evaluation_interval: 1s}\n"
                                                  "scrape_configs:\n"
                                                  "  - job_name: tidegate\n"
@@ -254,11 +224,11 @@ TEST_F(HttpEndToEnd, PrometheusScrapesWhatTheBrokerAnswers) {
     return std::stod(body["data"]["result"][0]["value"][1].get<std::string>());
   };
   double seen_borrowed = -1, seen_admits = -1;
-  EXPECT_TRUE(Eventually([&] {
+  EXPECT_TRUE(testing::Eventually([&] {
     seen_borrowed = query("tidegate_team_borrowed{team=\"red\",resource=\"gpu\"}");
     seen_admits = query("sum(tidegate_decisions_total{type=\"admit\"})");
     return seen_borrowed == borrowed && seen_admits == admitted;
-  }, 30)) << "Prometheus saw borrowed " << seen_borrowed << ", admits " << seen_admits << "\n"
+  }, std::chrono::seconds(30))) << "Prometheus saw borrowed " << seen_borrowed << ", admits " << seen_admits << "\n"
           << ReadText(dir_->File("prometheus.log"));
   EXPECT_EQ(query("up{job=\"tidegate\"}"), 1);
   EXPECT_EQ(query("tidegate_team_queued_jobs{team=\"blue\"}"), 1);
@@ -270,7 +240,7 @@ TEST_F(HttpEndToEnd, PrometheusScrapesWhatTheBrokerAnswers) {
   ASSERT_TRUE(last_admit_.ok());
   EXPECT_EQ(reclaim.decision(), v1::DECISION_ADMITTED);
   EXPECT_THAT(reclaim.victims(), ::testing::ElementsAre("p-red-2"));
-  EXPECT_TRUE(Eventually([] { return Metric("tidegate_reclaim_duration_seconds_count") == 1; }))
+  EXPECT_TRUE(testing::Eventually([] { return Metric("tidegate_reclaim_duration_seconds_count") == 1; }))
       << broker_->Stderr();
   EXPECT_EQ(Metric("tidegate_reclaim_beyond_grace_seconds_count"), 1);
   EXPECT_EQ(Team("red").resources(0).borrowed(), 0);
@@ -324,7 +294,7 @@ TEST_F(HttpEndToEnd, TheWebViewShowsTheTreeAndWhyAJobWaitsAndAnAdmitArrivesWitho
   args = Chromium("chromium-live");
   args.insert(args.end(), {"--virtual-time-budget=500", "--dump-dom", Url("/team?name=blue")});
   Child live(args, dir_->File("live.html"));
-  ASSERT_TRUE(Eventually([] { return Metric("tidegate_http_watch_requests") == 1; }, 30)) << "the page never watched";
+  ASSERT_TRUE(testing::Eventually([] { return Metric("tidegate_http_watch_requests") == 1; }, std::chrono::seconds(30))) << "the page never watched";
   Admit("w-blue-small", "blue", 1);
   ASSERT_TRUE(last_admit_.ok());
   ASSERT_EQ(live.Wait(), 0);
@@ -360,7 +330,7 @@ TEST_F(HttpEndToEnd, ReadyzTurnsUnreadyWhileTheLedgerIsReadOnlyAndReadyAfter) {
   EXPECT_THAT(unready_body, HasSubstr("the ledger cannot be written"));
   EXPECT_EQ(live_status, 200);  // the writer lives: a restart would not help
   EXPECT_EQ(writable, 0);
-  EXPECT_TRUE(Eventually([] {
+  EXPECT_TRUE(testing::Eventually([] {
     auto again = Get("/readyz");
     return again && again->status == 200;
   })) << broker_->Stderr();

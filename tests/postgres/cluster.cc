@@ -1,88 +1,21 @@
 #include "tests/postgres/cluster.h"
 
-#include <fcntl.h>
-#include <netinet/in.h>
-#include <signal.h>
-#include <sys/socket.h>
-#include <sys/wait.h>
-#include <unistd.h>
-
-#include <fstream>
 #include <random>
-#include <sstream>
 
 #include "cli/leader_channel.h"
-#include "tests/support/server_process.h"
 
 namespace tidegate::testing {
-
-bool Eventually(const std::function<bool()>& done, std::chrono::milliseconds limit) {
-  const auto deadline = SteadyClock::now() + limit;
-  while (SteadyClock::now() < deadline) {
-    if (done()) return true;
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
-  return done();
-}
-
-std::vector<int> FreePorts(int n) {
-  std::vector<int> fds, ports;
-  for (int i = 0; i < n; ++i) {
-    int fd = socket(AF_INET, SOCK_STREAM, 0);
-    sockaddr_in addr{};
-    addr.sin_family = AF_INET;
-    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr);
-    socklen_t len = sizeof addr;
-    getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
-    ports.push_back(ntohs(addr.sin_port));
-    fds.push_back(fd);
-  }
-  for (int fd : fds) close(fd);
-  return ports;
-}
 
 Broker::Broker(std::string dir, std::string config, std::string db, int port, int lease_ms)
     : dir_(std::move(dir)), config_(std::move(config)), db_(std::move(db)), port_(port), lease_ms_(lease_ms) {}
 
-Broker::~Broker() { Kill(); }
-
-void Broker::Start() {
-  const std::string bin = ServerProcess::BinDir() + "/tidegated";
-  const std::string log = dir_ + "/broker-" + std::to_string(port_) + ".log";
-  const std::string listen = address();
-  const std::string lease = std::to_string(lease_ms_);
-  ++starts_;
-  pid_ = fork();
-  if (pid_ == 0) {
-    const int out = open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
-    dup2(out, 1);
-    dup2(out, 2);
-    std::vector<const char*> argv = {bin.c_str(), "--config", config_.c_str(), "--db", db_.c_str(), "--init",
-                                     "--listen", listen.c_str(), "--lease-ms", lease.c_str()};
-    for (const std::string& arg : extra_args_) argv.push_back(arg.c_str());
-    argv.push_back(nullptr);
-    execv(bin.c_str(), const_cast<char* const*>(argv.data()));
-    _exit(127);
-  }
-}
-
-void Broker::Signal(int sig) {
-  if (pid_ > 0) kill(pid_, sig);
-}
-
-void Broker::Kill() {
-  if (pid_ <= 0) return;
-  kill(pid_, SIGKILL);
-  waitpid(pid_, nullptr, 0);
-  pid_ = -1;
-}
-
-std::string Broker::Stderr() const {
-  std::ifstream in(dir_ + "/broker-" + std::to_string(port_) + ".log");
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
+bool Broker::Start() {
+  std::vector<std::string> args = {"--lease-ms", std::to_string(lease_ms_)};
+  args.insert(args.end(), extra_args_.begin(), extra_args_.end());
+  process_ = std::make_unique<ServerProcess>(config_, db_, std::move(args));
+  process_->set_listen(address());
+  process_->set_log(dir_ + "/broker-" + std::to_string(port_) + ".log");
+  return process_->Start();
 }
 
 Clients::Clients(std::vector<std::string> addresses, int threads, int capacity_gpu) : addresses_(std::move(addresses)) {

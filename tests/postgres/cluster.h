@@ -5,12 +5,9 @@
 #ifndef TIDEGATE_TESTS_POSTGRES_CLUSTER_H_
 #define TIDEGATE_TESTS_POSTGRES_CLUSTER_H_
 
-#include <sys/types.h>
-
 #include <atomic>
 #include <chrono>
 #include <cstdint>
-#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -19,34 +16,33 @@
 #include <vector>
 
 #include "grpcpp/grpcpp.h"
+#include "tests/support/server_process.h"
 #include "tidegate/v1/service.grpc.pb.h"
 
 namespace tidegate::testing {
 
 using SteadyClock = std::chrono::steady_clock;
 
-// Polls `done` every 20 ms until it holds or `limit` passes.
-bool Eventually(const std::function<bool()>& done, std::chrono::milliseconds limit);
-
+// A tidegated on the shared ledger `db`, on a fixed port (a broker must know
+// the address it advertises before it starts), its log in `dir`.
 class Broker {
  public:
   Broker(std::string dir, std::string config, std::string db, int port, int lease_ms);
-  ~Broker();  // SIGKILL
   // Flags for every later Start (e.g. --http-listen).
   void AddArgs(std::vector<std::string> args) { extra_args_ = std::move(args); }
-  void Start();
-  void Signal(int sig);
-  void Kill();  // SIGKILL and reap
+  // Starts it and waits until it listens (as a standby first); false if it
+  // did not come up.
+  bool Start();
+  void Signal(int sig) { process_->Signal(sig); }
+  void Kill() { process_->Kill(); }  // SIGKILL and reap
   std::string address() const { return "127.0.0.1:" + std::to_string(port_); }
-  pid_t pid() const { return pid_; }
-  std::string Stderr() const;
+  std::string Stderr() const { return process_ != nullptr ? process_->Stderr() : ""; }
 
  private:
   std::string dir_, config_, db_;
   int port_, lease_ms_;
   std::vector<std::string> extra_args_;
-  pid_t pid_ = -1;
-  int starts_ = 0;
+  std::unique_ptr<ServerProcess> process_;  // SIGKILLed when replaced or destroyed
 };
 
 struct Ack {
@@ -81,9 +77,6 @@ class Clients {
   std::map<int, SteadyClock::time_point> last_admit_ack_by_;  // broker index -> time; guarded by mu_
   std::vector<std::thread> threads_;
 };
-
-// Free loopback ports (bound and released).
-std::vector<int> FreePorts(int n);
 
 }  // namespace tidegate::testing
 

@@ -69,13 +69,13 @@ TEST(HttpLeaderTest, ReadyzAndMetricsFollowLeadershipAcrossAFailover) {
   first.AddArgs({"--http-listen", absl::StrCat("127.0.0.1:", first_http)});
   second.AddArgs({"--http-listen", absl::StrCat("127.0.0.1:", second_http)});
 
-  first.Start();
+  ASSERT_TRUE(first.Start()) << first.Stderr();
   Answer ready;
   ASSERT_TRUE(Eventually([&] { return (ready = Get(first_http, "/readyz")).status == 200; },
                          std::chrono::seconds(15)))
       << first.Stderr();
   EXPECT_THAT(ready.body, HasSubstr("leader, epoch "));
-  second.Start();
+  ASSERT_TRUE(second.Start()) << second.Stderr();
   ASSERT_TRUE(Eventually(
       [&] {
         ready = Get(second_http, "/readyz");

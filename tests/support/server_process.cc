@@ -1,8 +1,11 @@
 #include "tests/support/server_process.h"
 
+#include <arpa/inet.h>
 #include <fcntl.h>
+#include <netinet/in.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -10,7 +13,9 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <regex>
 #include <sstream>
+#include <thread>
 
 namespace tidegate::testing {
 
@@ -22,6 +27,32 @@ TempDir::TempDir() {
 TempDir::~TempDir() {
   std::error_code ec;
   std::filesystem::remove_all(path_, ec);
+}
+
+bool Eventually(const std::function<bool()>& done, std::chrono::milliseconds limit) {
+  const auto deadline = std::chrono::steady_clock::now() + limit;
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (done()) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return done();
+}
+
+std::vector<int> FreePorts(int n) {
+  std::vector<int> fds, ports;
+  for (int i = 0; i < n; ++i) {
+    const int fd = socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr);
+    socklen_t len = sizeof addr;
+    getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
+    ports.push_back(ntohs(addr.sin_port));
+    fds.push_back(fd);
+  }
+  for (int fd : fds) close(fd);
+  return ports;
 }
 
 std::string ServerProcess::BinDir() {
@@ -40,7 +71,7 @@ bool ServerProcess::Start() {
   int out[2];
   if (pipe(out) != 0) return false;
   const std::string bin = BinDir() + "/tidegated";
-  std::vector<std::string> args = {bin, "--config", config_, "--db", db_, "--listen", "127.0.0.1:0"};
+  std::vector<std::string> args = {bin, "--config", config_, "--db", db_, "--listen", listen_};
   if (init_) args.push_back("--init");
   args.insert(args.end(), extra_.begin(), extra_.end());
   // The log goes next to the ledger, or to a temporary file when the
@@ -96,6 +127,7 @@ bool ServerProcess::Start() {
       auto end = seen.find('\n', at);
       if (end == std::string::npos) continue;
       address_ = seen.substr(at + marker.size(), end - at - marker.size());
+      address_ = address_.substr(0, address_.find(' '));  // a standby adds " (standby)"
       return true;
     }
   }
@@ -123,6 +155,10 @@ void ServerProcess::Kill() {
   stdout_fd_ = -1;
 }
 
+void ServerProcess::Signal(int sig) {
+  if (pid_ > 0) kill(pid_, sig);
+}
+
 std::shared_ptr<grpc::Channel> ServerProcess::Channel() const {
   return grpc::CreateChannel(address_, grpc::InsecureChannelCredentials());
 }
@@ -132,6 +168,16 @@ std::string ServerProcess::Stderr() const {
   std::stringstream ss;
   ss << in.rdbuf();
   return ss.str();
+}
+
+int ServerProcess::HttpPort() const {
+  const std::string log = Stderr();
+  static const std::regex serving("http: serving on (\\[[^\\]]*\\]|[^ :]*):([0-9]+)");
+  int port = -1;
+  for (auto it = std::sregex_iterator(log.begin(), log.end(), serving); it != std::sregex_iterator(); ++it) {
+    port = std::stoi((*it)[2]);
+  }
+  return port;
 }
 
 }  // namespace tidegate::testing
