@@ -10,10 +10,12 @@
 
 #include <cstdio>
 #include <fstream>
+#include <future>
 #include <random>
 #include <set>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "broker/core/broker.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -331,6 +333,65 @@ TEST_F(FailoverTest, APausedLeaderCommitsNothingAfterItsLeaseAndStepsDown) {
   ASSERT_TRUE(Eventually([&] { return clients.acks() >= after + 10; }, std::chrono::seconds(20)));
   clients.Stop();
   CheckLedger(clients.Acked(), "after the pause");
+}
+
+// The fence alone (the lease check in every commit's transaction): the
+// leader's renewal is held up at the database (a session locks the lease
+// row) until the lease has expired there, so the leader cannot know. An
+// Admit it takes then must not be committed: its fence waits for the lease
+// row and, once a standby has taken it, refuses. The journal's primary key
+// cannot stand in: no other broker has written since.
+TEST_F(FailoverTest, ALeaderWhoseLeaseExpiredUnseenCommitsNothing) {
+  Broker* leader = Leader();
+  ASSERT_NE(leader, nullptr);
+  const int64_t epoch = Epoch();
+  auto step_downs = [&] { return std::vector<std::string>(absl::StrSplit(leader->Stderr(), "stepping down")).size(); };
+  const size_t stepped_down_before = step_downs();
+  auto blocker = ledger::PgConnection::Open(Pg(), "").value();
+  ASSERT_TRUE(blocker->ExecScript("BEGIN; SELECT 1 FROM leader_lease WHERE id = 1 FOR UPDATE").ok());
+  ASSERT_TRUE(Eventually(
+      [&] {
+        auto expired = blocker->Exec("SELECT 1 FROM leader_lease WHERE id = 1 AND expires_at <= clock_timestamp()");
+        return expired.ok() && expired->size() == 1;
+      },
+      std::chrono::seconds(10)));
+  // The leader answers once its commit is through or refused; meanwhile its
+  // fence (or the renewal, or a standby's takeover) waits for the row.
+  auto answer = std::async(std::launch::async, [&] {
+    auto stub = v1::AdmissionService::NewStub(grpc::CreateChannel(leader->address(), grpc::InsecureChannelCredentials()));
+    grpc::ClientContext context;
+    context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(20));
+    v1::AdmitRequest request;
+    request.mutable_job()->set_job("unfenced");
+    request.mutable_job()->set_team("red");
+    request.mutable_job()->set_replicas(1);
+    (*request.mutable_job()->mutable_per_replica())["gpu"] = 1;
+    v1::AdmitResponse response;
+    return stub->Admit(&context, request, &response);
+  });
+  ASSERT_TRUE(Eventually(
+      [&] {
+        if (answer.wait_for(std::chrono::seconds(0)) == std::future_status::ready) return true;
+        auto fence = blocker->Exec(
+            "SELECT 1 FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE 'SELECT 1 FROM "
+            "leader_lease WHERE id = 1 AND epoch = % FOR SHARE'");
+        return fence.ok() && fence->size() > 0;
+      },
+      std::chrono::seconds(10)))
+      << Logs();
+  ASSERT_TRUE(blocker->ExecScript("COMMIT").ok());
+  const grpc::Status status = answer.get();
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::UNAVAILABLE) << status.error_message();
+  ledger::PostgresOptions read_only;
+  read_only.read_only = true;
+  EXPECT_FALSE(ledger::OpenPostgresStore(Pg(), read_only).value()->Job("unfenced").value().has_value())
+      << "a leader whose lease had expired committed";
+  // It steps down; a standby leads under a later epoch.
+  ASSERT_TRUE(Eventually([&] { return step_downs() > stepped_down_before; }, std::chrono::seconds(10)))
+      << leader->Stderr();
+  Broker* next = Leader();
+  ASSERT_NE(next, nullptr);
+  EXPECT_GT(Epoch(), epoch);
 }
 
 TEST_F(FailoverTest, APostgresRestartUnderLoadLosesNothingAcknowledged) {
