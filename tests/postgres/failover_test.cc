@@ -155,13 +155,14 @@ class FailoverTest : public ::testing::Test {
         std::chrono::seconds(20)));
   }
 
-  // The broker that holds the lease now, once one has held it (same epoch,
-  // renewed) for longer than a lease: a holder that was just killed, or
-  // whose lease is about to pass to another, is not taken for the leader.
+  // The broker that holds the lease now, once it has renewed it while
+  // watched (same epoch, a later expiry): a holder that was just killed, or
+  // whose lease is about to pass to another, renews no more and is not taken
+  // for the leader.
   Broker* Leader() {
     Broker* found = nullptr;
     int64_t epoch = -1;
-    SteadyClock::time_point seen{};
+    SteadyClock::time_point first_expiry{};
     Eventually(
         [&] {
           auto info = lease_->Read();
@@ -169,12 +170,14 @@ class FailoverTest : public ::testing::Test {
             epoch = -1;
             return false;
           }
+          // By this process's clock; a renewal moves it a quarter lease on.
+          const auto expiry = SteadyClock::now() + std::chrono::milliseconds(info->expires_in_ms);
           if (info->epoch != epoch) {
             epoch = info->epoch;
-            seen = SteadyClock::now();
+            first_expiry = expiry;
             return false;
           }
-          if (SteadyClock::now() - seen < std::chrono::milliseconds(2 * LeaseMs())) return false;
+          if (expiry < first_expiry + std::chrono::milliseconds(LeaseMs() / 10)) return false;
           found = nullptr;
           for (auto& b : brokers_) {
             if (b->address() == info->address) found = b.get();
