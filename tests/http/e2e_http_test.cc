@@ -251,16 +251,22 @@ TEST_F(HttpEndToEnd, TheWebViewShowsTheTreeAndWhyAJobWaitsAndAnAdmitArrivesWitho
   Admit("w-blue", "blue", 6);  // waits: more than blue's guarantee, and blue may not borrow
   ASSERT_TRUE(last_admit_.ok());
 
-  // The quota tree, server-rendered (the page's script is off: ?watch=0).
-  auto [tree_code, tree] = RunToEnd([&] {
-    auto args = Chromium("chromium-tree");
-    args.insert(args.end(), {"--dump-dom", Url("/?watch=0")});
-    return args;
-  }(), dir_->File("tree.html"));
-  ASSERT_EQ(tree_code, 0) << tree;
-  EXPECT_THAT(tree, HasSubstr("<table id=\"quota-tree\">"));
-  EXPECT_THAT(tree, HasSubstr("<a href=\"/team?name=red\">red</a>"));
-  EXPECT_THAT(tree, HasSubstr("<a href=\"/team?name=blue\">blue</a>"));
+  // Three browsers at once (each mostly waits for its own start-up): the
+  // quota tree and red's page with their script off (?watch=0), so that
+  // only the third, blue's live page, ever watches.
+  // The quota tree, server-rendered.
+  auto args = Chromium("chromium-tree");
+  args.insert(args.end(), {"--dump-dom", Url("/?watch=0")});
+  Child tree_run(args, dir_->File("tree.html"));
+  // A screenshot of red's page (figures, jobs, chart, loans), kept with the
+  // build as a test artifact.
+  const std::filesystem::path artifacts = std::filesystem::path(testing::ServerProcess::BinDir()) / ".." / "test-artifacts";
+  std::filesystem::create_directories(artifacts);
+  const std::string shot = (artifacts / "web-view-team.png").string();
+  std::filesystem::remove(shot);
+  args = Chromium("chromium-shot");
+  args.insert(args.end(), {"--window-size=1280,800", "--screenshot=" + shot, Url("/team?name=red&watch=0")});
+  Child shot_run(args, dir_->File("shot.log"));
 
   // Red's forecast chart: the forecast library's SVG, from the imported week.
   auto chart = Get("/team/forecast.svg?name=red&resource=gpu");
@@ -273,18 +279,6 @@ TEST_F(HttpEndToEnd, TheWebViewShowsTheTreeAndWhyAJobWaitsAndAnAdmitArrivesWitho
   ASSERT_TRUE(no_chart);
   EXPECT_EQ(no_chart->status, 409);
   EXPECT_THAT(no_chart->body, HasSubstr("a forecast needs at least"));
-
-  // A screenshot of red's page (figures, jobs, chart, loans), kept with the
-  // build as a test artifact.
-  const std::filesystem::path artifacts = std::filesystem::path(testing::ServerProcess::BinDir()) / ".." / "test-artifacts";
-  std::filesystem::create_directories(artifacts);
-  const std::string shot = (artifacts / "web-view-team.png").string();
-  std::filesystem::remove(shot);
-  auto args = Chromium("chromium-shot");
-  args.insert(args.end(), {"--window-size=1280,800", "--screenshot=" + shot, Url("/team?name=red&watch=0")});
-  auto [shot_code, shot_log] = RunToEnd(args, dir_->File("shot.log"));
-  EXPECT_EQ(shot_code, 0) << shot_log;
-  EXPECT_TRUE(std::filesystem::exists(shot) && std::filesystem::file_size(shot) > 0) << shot_log;
 
   // Blue's page with its script on. The page asks the broker for the next
   // version and Chromium's virtual time waits for that answer; the admit is
@@ -303,6 +297,14 @@ TEST_F(HttpEndToEnd, TheWebViewShowsTheTreeAndWhyAJobWaitsAndAnAdmitArrivesWitho
   EXPECT_THAT(dom, HasSubstr("blue would use"));  // why w-blue waits, from the broker's reason
   EXPECT_THAT(dom, HasSubstr("<tr data-job=\"w-blue-small\" class=\"admitted\">"));
   EXPECT_THAT(dom, HasSubstr("id=\"status\">live<"));
+
+  ASSERT_EQ(tree_run.Wait(), 0) << ReadText(dir_->File("tree.html"));
+  const std::string tree = ReadText(dir_->File("tree.html"));
+  EXPECT_THAT(tree, HasSubstr("<table id=\"quota-tree\">"));
+  EXPECT_THAT(tree, HasSubstr("<a href=\"/team?name=red\">red</a>"));
+  EXPECT_THAT(tree, HasSubstr("<a href=\"/team?name=blue\">blue</a>"));
+  EXPECT_EQ(shot_run.Wait(), 0) << ReadText(dir_->File("shot.log"));
+  EXPECT_TRUE(std::filesystem::exists(shot) && std::filesystem::file_size(shot) > 0) << ReadText(dir_->File("shot.log"));
 }
 
 TEST_F(HttpEndToEnd, ReadyzTurnsUnreadyWhileTheLedgerIsReadOnlyAndReadyAfter) {
