@@ -42,6 +42,16 @@ absl::StatusOr<std::unique_ptr<httplib::Server>> MakeServer(const service::Serve
 // The bound port; UNAVAILABLE when taken.
 absl::StatusOr<int> Bind(httplib::Server& server, const std::string& listen, const HostPort& where);
 
+// A factory that makes an Endpoint(options, parts) and starts it.
+template <typename Endpoint, typename Parts>
+auto StartingFactory(const service::ServerOptions& options) {
+  return [options](const Parts& parts) -> absl::StatusOr<std::unique_ptr<service::SideServer>> {
+    auto endpoint = std::make_unique<Endpoint>(options, parts);
+    if (auto s = endpoint->Start(); !s.ok()) return s;
+    return endpoint;
+  };
+}
+
 }  // namespace tidegate::http
 
 #endif  // TIDEGATE_BROKER_HTTP_ENDPOINT_KIT_H_

@@ -361,11 +361,7 @@ absl::Status CheckHttpListen(const service::ServerOptions& options) {
 }
 
 service::SideServerFactory HttpSideServer(const service::ServerOptions& options) {
-  return [options](const service::BrokerParts& parts) -> absl::StatusOr<std::unique_ptr<service::SideServer>> {
-    auto endpoint = std::make_unique<HttpEndpoint>(options, parts);
-    if (auto s = endpoint->Start(); !s.ok()) return s;
-    return endpoint;
-  };
+  return StartingFactory<HttpEndpoint, service::BrokerParts>(options);
 }
 
 }  // namespace tidegate::http

@@ -79,11 +79,7 @@ class StandbyEndpoint final : public service::SideServer {
 }  // namespace
 
 service::StandbySideFactory HttpStandbySideServer(const service::ServerOptions& options) {
-  return [options](const service::StandbyParts& parts) -> absl::StatusOr<std::unique_ptr<service::SideServer>> {
-    auto endpoint = std::make_unique<StandbyEndpoint>(options, parts);
-    if (auto s = endpoint->Start(); !s.ok()) return s;
-    return endpoint;
-  };
+  return StartingFactory<StandbyEndpoint, service::StandbyParts>(options);
 }
 
 }  // namespace tidegate::http
