@@ -342,8 +342,9 @@ TEST_F(FailoverTest, APausedLeaderCommitsNothingAfterItsLeaseAndStepsDown) {
 // leader's renewal is held up at the database (a session locks the lease
 // row) until the lease has expired there, so the leader cannot know. An
 // Admit it takes then must not be committed: its fence waits for the lease
-// row and, once a standby has taken it, refuses. The journal's primary key
-// cannot stand in: no other broker has written since.
+// row and, once the row is free, finds the lease expired (or taken) and
+// refuses. The journal's primary key cannot stand in: no other broker has
+// written since.
 TEST_F(FailoverTest, ALeaderWhoseLeaseExpiredUnseenCommitsNothing) {
   Broker* leader = Leader();
   ASSERT_NE(leader, nullptr);
