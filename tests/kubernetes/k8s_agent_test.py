@@ -8,7 +8,8 @@ token, after its restart a client certificate). One 8-GPU node.
 
 Checks, in order: a suspended Job within quota is unsuspended and its pods
 run; a Job over quota stays suspended with the broker's reason in its
-annotation, an Event and `kubectl describe` (when kubectl is installed); bad
+annotation, one Event (although the agent's watch cache lags) and `kubectl
+describe` (when kubectl is installed); bad
 input stays suspended with a reason and one log line; a reclaim suspends the
 borrower, its pods go after their grace and the owner starts; a restarted
 agent adopts a Job that started without it; an API-server restart that lost
