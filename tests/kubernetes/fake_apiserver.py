@@ -28,14 +28,13 @@ import sys
 import threading
 import time
 import urllib.parse
-import urllib.request
-import uuid
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from fake_store import (BY_PLURAL, RESOURCES, ApiError, Store, json_patch, merge_patch,  # noqa: E402
                         parse_field_selector, parse_label_selector, strategic_merge_patch)
 from fake_cluster import Cluster  # noqa: E402
+from fake_webhooks import call_mutating_webhooks  # noqa: E402
 
 VERSION = {"major": "1", "minor": "32", "gitVersion": "v1.32.4", "gitCommit": "0" * 40,
            "gitTreeState": "clean", "buildDate": "2025-04-22T16:00:00Z", "goVersion": "go1.23.6",
@@ -96,58 +95,6 @@ def openapi_gv(group, version):
             "responses": {"200": {"description": "OK"}}}}
     return {"openapi": "3.0.0", "info": {"title": "Kubernetes", "version": VERSION["gitVersion"]},
             "paths": paths, "components": {"schemas": {}}}
-
-
-def call_mutating_webhooks(store, res, ns, obj):
-    """CREATE through the MutatingWebhookConfigurations whose rules and objectSelector
-    (matchLabels, matchExpressions Exists/DoesNotExist) match, as the API server does.
-    Only clientConfig.url is supported (a service would need cluster DNS); the caBundle
-    verifies the webhook. failurePolicy Fail refuses the object when a webhook fails."""
-    import base64
-    import copy
-    from fake_store import json_patch
-    configs, _ = store.list(BY_PLURAL[("admissionregistration.k8s.io", "mutatingwebhookconfigurations")], None)
-    for cfg in configs:
-        for hook in cfg.get("webhooks", []):
-            rules = hook.get("rules", [])
-            if not any(("CREATE" in r.get("operations", []) or "*" in r.get("operations", [])) and
-                       res[0] in r.get("apiGroups", []) and res[1] in r.get("apiVersions", []) and
-                       res[2] in r.get("resources", []) for r in rules):
-                continue
-            labels = obj.get("metadata", {}).get("labels") or {}
-            sel = hook.get("objectSelector") or {}
-            if any(labels.get(k) != v for k, v in (sel.get("matchLabels") or {}).items()):
-                continue
-            if any((e["operator"] == "Exists") != (e["key"] in labels) for e in sel.get("matchExpressions") or []
-                   if e["operator"] in ("Exists", "DoesNotExist")):
-                continue
-            url = (hook.get("clientConfig") or {}).get("url")
-            review = {"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "request": {
-                "uid": str(uuid.uuid4()), "kind": {"group": res[0], "version": res[1], "kind": res[3]},
-                "resource": {"group": res[0], "version": res[1], "resource": res[2]}, "operation": "CREATE",
-                "namespace": ns, "name": obj.get("metadata", {}).get("name", ""), "object": obj}}
-            try:
-                if not url:
-                    raise ValueError("only clientConfig.url is supported by the test API server")
-                ctx = ssl.create_default_context()
-                if (hook.get("clientConfig") or {}).get("caBundle"):
-                    ctx = ssl.create_default_context(
-                        cadata=base64.b64decode(hook["clientConfig"]["caBundle"]).decode())
-                req = urllib.request.Request(url, data=json.dumps(review).encode(),
-                                             headers={"Content-Type": "application/json"})
-                with urllib.request.urlopen(req, context=ctx, timeout=hook.get("timeoutSeconds", 10)) as r:
-                    answer = json.loads(r.read())["response"]
-                if not answer.get("allowed", False):
-                    raise ApiError(400, "BadRequest", f'admission webhook "{hook["name"]}" denied the request')
-                if answer.get("patchType") == "JSONPatch" and answer.get("patch"):
-                    obj = json_patch(copy.deepcopy(obj), json.loads(base64.b64decode(answer["patch"])))
-            except ApiError:
-                raise
-            except Exception as e:
-                if hook.get("failurePolicy", "Fail") == "Fail":
-                    raise ApiError(500, "InternalError", f'Internal error occurred: failed calling webhook '
-                                   f'"{hook["name"]}": {e}')
-    return obj
 
 
 class Server:
