@@ -172,12 +172,16 @@ static absl::StatusOr<CompiledConfig> CompileConfigWith(const v1::Config& config
   for (int i = 0; i < config.teams_size(); ++i) {
     const v1::Team& t = config.teams(i);
     std::vector<std::string> names;
-    for (const auto& [name, q] : quota_of(i)) names.push_back(name);
+    // Names already indexed are left out: ResourceId would skip them, and
+    // the new ones keep their sorted order.
+    for (const auto& [name, q] : quota_of(i)) {
+      if (!c.resource_index.contains(name)) names.push_back(name);
+    }
     // Tide rules may name resources the base quota does not; every effective
     // config must index the same resources.
     for (const auto& rule : t.tide()) {
       for (const auto& [name, q] : rule.quota()) {
-        if (!quota_of(i).contains(name)) names.push_back(name);
+        if (!c.resource_index.contains(name) && !quota_of(i).contains(name)) names.push_back(name);
       }
     }
     std::sort(names.begin(), names.end());
