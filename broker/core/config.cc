@@ -263,10 +263,15 @@ static absl::StatusOr<CompiledConfig> CompileConfigWith(const v1::Config& config
                                                               std::vector<const v1::ResourceQuota*>(R, nullptr));
   for (int i = 0; i < config.teams_size(); ++i) {
     for (const auto& [name, q] : quota_of(i)) {
-      const std::string where = absl::StrCat("team '", config.teams(i).name(), "' quota.", name);
-      if (q.has_guaranteed()) if (auto s = CheckQuantity(q.guaranteed(), where + ".guaranteed"); !s.ok()) return s;
-      if (q.has_borrow_limit()) if (auto s = CheckQuantity(q.borrow_limit(), where + ".borrow_limit"); !s.ok()) return s;
-      if (q.has_lend_limit()) if (auto s = CheckQuantity(q.lend_limit(), where + ".lend_limit"); !s.ok()) return s;
+      // The field's name is built only for an error: a tide boundary
+      // compiles every team's entries again.
+      auto check = [&](const char* field, Quantity v) {
+        return v < 0 ? CheckQuantity(v, absl::StrCat("team '", config.teams(i).name(), "' quota.", name, field))
+                     : absl::OkStatus();
+      };
+      if (q.has_guaranteed()) if (auto s = check(".guaranteed", q.guaranteed()); !s.ok()) return s;
+      if (q.has_borrow_limit()) if (auto s = check(".borrow_limit", q.borrow_limit()); !s.ok()) return s;
+      if (q.has_lend_limit()) if (auto s = check(".lend_limit", q.lend_limit()); !s.ok()) return s;
       entries[i + 1][c.resource_index[name]] = &q;
     }
   }
