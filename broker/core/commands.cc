@@ -282,6 +282,35 @@ void Decider::Reconfigure(const v1::Config& next, bool same_tide_rules) {
   }
   s_.Reconfigure(*std::move(compiled), next);
   ResetTide(s_);
+  RefreshQueuedReasons();
+}
+
+void Decider::ApplyTideBoundary() {
+  // Reconfigure(source, same rules) less what cannot change: the base config
+  // passed every check when it was installed and is unchanged, and tide
+  // rules change quota fields only, so the teams, resources and clusters
+  // (and every job's team and cluster) stay as they are.
+  auto compiled = CompiledQuotaAt(s_, s_.now());
+  if (!compiled->ok()) {
+    Error("", std::string(compiled->status().message()));
+    ResetTide(s_);
+    return;
+  }
+  // A rise's guard holds this very compile (the same base config and rules,
+  // or ResetTide would have rebuilt it); ResetTide drops it next, so take it.
+  std::vector<State::TideGuard>& guards = s_.tide().guards;
+  auto guard = std::find_if(guards.begin(), guards.end(),
+                            [&](const State::TideGuard& g) { return g.boundary == s_.now(); });
+  if (guard != guards.end()) {
+    s_.ReconfigureQuota(std::move(guard->config));
+  } else {
+    s_.ReconfigureQuota(**compiled);
+  }
+  ResetTide(s_);
+  RefreshQueuedReasons();
+}
+
+void Decider::RefreshQueuedReasons() {
   // Reasons named the old limits; say what binds under the new config
   // (the cycle that follows may not retry jobs of a stuck team).
   s_.ForEachJob([&](int j) {

@@ -139,11 +139,18 @@ bool IsGpuResource(const std::string& name) {
 }
 
 // `resolved`: the tide calendar to reuse, or nullptr to resolve it here.
+// `quotas`: when given, quotas[i] (where set) replaces the i-th team's quota
+// entries, as if the config said so; nothing else of the config is read
+// differently.
 // Long (about 220 lines) on purpose: one pass over the config in the order
 // docs/policy.md §1 derives its quantities (resources, clusters, the tree, quota
 // entries, sums, then potential and lendable), each step reading what the
 // previous ones built; the steps are marked by comments.
-static absl::StatusOr<CompiledConfig> CompileConfigWith(const v1::Config& config, const TideCalendar* resolved) {
+static absl::StatusOr<CompiledConfig> CompileConfigWith(const v1::Config& config, const TideCalendar* resolved,
+                                                        const std::vector<std::optional<QuotaEntries>>* quotas) {
+  auto quota_of = [&](int i) -> const QuotaEntries& {
+    return quotas && (*quotas)[i] ? *(*quotas)[i] : config.teams(i).quota();
+  };
   CompiledConfig c;
   if (config.clusters().empty()) return Invalid("clusters: at least one cluster is required");
   if (auto s = CheckSizes(config); !s.ok()) return s;
@@ -162,14 +169,19 @@ static absl::StatusOr<CompiledConfig> CompileConfigWith(const v1::Config& config
     if (!tide.ok()) return tide.status();
     c.tide = *std::move(tide);
   }
-  for (const auto& t : config.teams()) {
+  for (int i = 0; i < config.teams_size(); ++i) {
+    const v1::Team& t = config.teams(i);
     std::vector<std::string> names;
-    for (const auto& [name, q] : t.quota()) names.push_back(name);
+    // Names already indexed are left out: ResourceId would skip them, and
+    // the new ones keep their sorted order.
+    for (const auto& [name, q] : quota_of(i)) {
+      if (!c.resource_index.contains(name)) names.push_back(name);
+    }
     // Tide rules may name resources the base quota does not; every effective
     // config must index the same resources.
     for (const auto& rule : t.tide()) {
       for (const auto& [name, q] : rule.quota()) {
-        if (!t.quota().contains(name)) names.push_back(name);
+        if (!c.resource_index.contains(name) && !quota_of(i).contains(name)) names.push_back(name);
       }
     }
     std::sort(names.begin(), names.end());
@@ -250,11 +262,16 @@ static absl::StatusOr<CompiledConfig> CompileConfigWith(const v1::Config& config
   std::vector<std::vector<const v1::ResourceQuota*>> entries(c.nodes.size(),
                                                               std::vector<const v1::ResourceQuota*>(R, nullptr));
   for (int i = 0; i < config.teams_size(); ++i) {
-    for (const auto& [name, q] : config.teams(i).quota()) {
-      const std::string where = absl::StrCat("team '", config.teams(i).name(), "' quota.", name);
-      if (q.has_guaranteed()) if (auto s = CheckQuantity(q.guaranteed(), where + ".guaranteed"); !s.ok()) return s;
-      if (q.has_borrow_limit()) if (auto s = CheckQuantity(q.borrow_limit(), where + ".borrow_limit"); !s.ok()) return s;
-      if (q.has_lend_limit()) if (auto s = CheckQuantity(q.lend_limit(), where + ".lend_limit"); !s.ok()) return s;
+    for (const auto& [name, q] : quota_of(i)) {
+      // The field's name is built only for an error: a tide boundary
+      // compiles every team's entries again.
+      auto check = [&](const char* field, Quantity v) {
+        return v < 0 ? CheckQuantity(v, absl::StrCat("team '", config.teams(i).name(), "' quota.", name, field))
+                     : absl::OkStatus();
+      };
+      if (q.has_guaranteed()) if (auto s = check(".guaranteed", q.guaranteed()); !s.ok()) return s;
+      if (q.has_borrow_limit()) if (auto s = check(".borrow_limit", q.borrow_limit()); !s.ok()) return s;
+      if (q.has_lend_limit()) if (auto s = check(".lend_limit", q.lend_limit()); !s.ok()) return s;
       entries[i + 1][c.resource_index[name]] = &q;
     }
   }
@@ -370,11 +387,16 @@ static absl::StatusOr<CompiledConfig> CompileConfigWith(const v1::Config& config
 }
 
 absl::StatusOr<CompiledConfig> CompileConfig(const v1::Config& config) {
-  return CompileConfigWith(config, nullptr);
+  return CompileConfigWith(config, nullptr, nullptr);
 }
 
 absl::StatusOr<CompiledConfig> CompileConfig(const v1::Config& config, const TideCalendar& tide) {
-  return CompileConfigWith(config, &tide);
+  return CompileConfigWith(config, &tide, nullptr);
+}
+
+absl::StatusOr<CompiledConfig> CompileConfig(const v1::Config& config, const TideCalendar& tide,
+                                             const std::vector<std::optional<QuotaEntries>>& quotas) {
+  return CompileConfigWith(config, &tide, &quotas);
 }
 
 }  // namespace tidegate::core

@@ -108,6 +108,12 @@ absl::StatusOr<CompiledConfig> CompileConfig(const v1::Config& config);
 // reused, so nothing is loaded.
 absl::StatusOr<CompiledConfig> CompileConfig(const v1::Config& config, const TideCalendar& tide);
 
+// The same as CompileConfig(config with the i-th team's quota entries
+// replaced by quotas[i] where set, tide): the quota in force under a set of
+// tide rules (ActiveQuotas, tide.h) without copying the config.
+absl::StatusOr<CompiledConfig> CompileConfig(const v1::Config& config, const TideCalendar& tide,
+                                             const std::vector<std::optional<QuotaEntries>>& quotas);
+
 // A GPU-like resource: any whose name after the last '/' is not cpu, memory,
 // ephemeral-storage or pods (docs/decisions.md).
 bool IsGpuResource(const std::string& name);

@@ -159,6 +159,8 @@ class Decider {
   // FitsGuards caches usage per change stamp; call after moving usage
   // without a new stamp (a waiter's holds taken out for a test).
   void InvalidateGuardUsage() { s_.tide().guard_usage_stamp = 0; }
+  // Puts the quota of the tide boundary at the state's now in force.
+  void ApplyTideBoundary();
   // Compiles the quota in force at the state's now from base `source`.
   absl::StatusOr<CompiledConfig> CompileAt(const v1::Config& source, const TideCalendar& tide, Time t) const;
 
@@ -177,6 +179,8 @@ class Decider {
   // config in force (a quota or capacity change, a tide boundary), so their
   // resolved calendar is reused and no time zone is loaded.
   void Reconfigure(const v1::Config& next, bool same_tide_rules);
+  // Says again what binds each queued job, after the limits changed.
+  void RefreshQueuedReasons();
 
   State& s_;
   std::vector<int> submitted_;

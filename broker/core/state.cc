@@ -298,6 +298,13 @@ void State::UpdateGrowable(int j) {
 }
 
 void State::Reconfigure(CompiledConfig config, v1::Config source) {
+  source_ = std::move(source);
+  tide_.index.Clear();
+  tide_.compiled.clear();
+  ReconfigureQuota(std::move(config));
+}
+
+void State::ReconfigureQuota(CompiledConfig config) {
   // Remap resources, teams and clusters by name; the caller has checked that
   // every job's team and cluster still exist (Decider::Reconfigure).
   const CompiledConfig& old = config_;
@@ -367,7 +374,6 @@ void State::Reconfigure(CompiledConfig config, v1::Config source) {
   nodes_ = std::move(next);
   ++quota_generation_;
   config_ = std::move(config);
-  source_ = std::move(source);
   cluster_used_.assign(config_.clusters.size(), std::vector<Quantity>(newR, 0));
   RecomputeUsage();
 }

@@ -10,6 +10,7 @@
 #include <deque>
 #include <limits>
 #include <map>
+#include <memory>
 #include <optional>
 #include <queue>
 #include <set>
@@ -286,6 +287,17 @@ class State {
     // Usage under each guard, valid while change_stamp == guard_usage_stamp.
     std::vector<ComingUsage> guard_usage;
     uint64_t guard_usage_stamp = 0;
+    // Caches of what the base config and its calendar give, so a boundary
+    // costs one compile, not one per question: the calendar's windows, and
+    // the last few compiles of the base config under a set of active rules
+    // (the quota in force is a function of that set alone). Cleared when
+    // the base config changes (Reconfigure).
+    TideIndex index;
+    struct Compiled {
+      TideActive active;
+      std::shared_ptr<const absl::StatusOr<CompiledConfig>> config;
+    };
+    std::vector<Compiled> compiled;
   };
   // The change_stamp at which a growth pass last found nothing to grow.
   uint64_t grow_idle_stamp = 0;
@@ -296,6 +308,9 @@ class State {
   // Replaces the config (set_quota, set_capacity); remaps jobs' resource
   // vectors by name and recomputes usage.
   void Reconfigure(CompiledConfig config, v1::Config source);
+  // The same for a new quota of the same base config (a tide boundary): the
+  // source and the tide caches stay.
+  void ReconfigureQuota(CompiledConfig config);
 
   NamedQuantities Named(const std::vector<Quantity>& v, ResourceMask mask) const;
   uint64_t quota_generation() const { return quota_generation_; }

@@ -40,21 +40,37 @@ int WeekdayNumber(absl::Weekday w) {  // v1::Weekday numbering: mon = 1 .. sun =
 Time ToMillis(absl::Time t) { return absl::ToUnixMillis(t); }
 
 // Calls f(start, end) for every window of `rule` that starts on a local day
-// from the day before `t` to 8 days after it, in time order.
+// from the day before `today` to 8 days after it, in time order.
 template <typename F>
-void ForEachWindow(const TideWindow& rule, Time t, F f) {
+void ForEachWindowAround(const TideWindow& rule, absl::CivilDay today, F f) {
   const absl::TimeZone& tz = rule.zone;
   const int from = rule.from_minute;
   const int to = rule.to_minute;
-  const absl::CivilDay today = absl::ToCivilDay(absl::FromUnixMillis(t), tz);
   for (int k = -1; k <= 8; ++k) {
     const absl::CivilDay day = today + k;
     const int wd = WeekdayNumber(absl::GetWeekday(day));
-    if (std::find(rule.days.begin(), rule.days.end(), wd) == rule.days.end()) continue;
+    if (!(rule.days >> wd & 1)) continue;
     const absl::CivilDay end_day = to > from ? day : day + 1;
     const absl::CivilMinute start_at = absl::CivilMinute(day) + from;
     const absl::CivilMinute end_at = absl::CivilMinute(end_day) + to;
     f(ToMillis(absl::FromCivil(start_at, tz)), ToMillis(absl::FromCivil(end_at, tz)));
+  }
+}
+
+// The same around the local day of `t` in the rule's zone.
+template <typename F>
+void ForEachWindow(const TideWindow& rule, Time t, F f) {
+  ForEachWindowAround(rule, absl::ToCivilDay(absl::FromUnixMillis(t), rule.zone), f);
+}
+
+// Applies one rule's quota to a team's entries: the rule overrides the
+// entry field by field, creating it when the base has none.
+void ApplyRule(const v1::TideRule& rule, QuotaEntries& entries) {
+  for (const auto& [name, q] : rule.quota()) {
+    v1::ResourceQuota& entry = entries[name];
+    if (q.has_guaranteed()) entry.set_guaranteed(q.guaranteed());
+    if (q.has_borrow_limit()) entry.set_borrow_limit(q.borrow_limit());
+    if (q.has_lend_limit()) entry.set_lend_limit(q.lend_limit());
   }
 }
 
@@ -105,7 +121,9 @@ absl::StatusOr<TideCalendar> ResolveTide(const v1::Config& config) {
         if (q.has_borrow_limit() && q.borrow_limit() < 0) return bad(".quota.", name, ".borrow_limit: ", q.borrow_limit(), " must be >= 0");
         if (q.has_lend_limit() && q.lend_limit() < 0) return bad(".quota.", name, ".lend_limit: ", q.lend_limit(), " must be >= 0");
       }
-      windows.push_back(TideWindow{{rule.days().begin(), rule.days().end()}, from, to, tz});
+      uint8_t days = 0;
+      for (int d : rule.days()) days |= static_cast<uint8_t>(1 << d);
+      windows.push_back(TideWindow{days, from, to, tz});
     }
   }
   return calendar;
@@ -116,14 +134,7 @@ v1::Config EffectiveConfig(const v1::Config& base, const TideCalendar& calendar,
   for (int i = 0; i < out.teams_size(); ++i) {
     v1::Team& team = *out.mutable_teams(i);
     for (int k = 0; k < team.tide_size(); ++k) {  // the last listed wins.
-      const v1::TideRule& rule = team.tide(k);
-      if (!ActiveAt(calendar.teams[i][k], t)) continue;
-      for (const auto& [name, q] : rule.quota()) {
-        v1::ResourceQuota& entry = (*team.mutable_quota())[name];
-        if (q.has_guaranteed()) entry.set_guaranteed(q.guaranteed());
-        if (q.has_borrow_limit()) entry.set_borrow_limit(q.borrow_limit());
-        if (q.has_lend_limit()) entry.set_lend_limit(q.lend_limit());
-      }
+      if (ActiveAt(calendar.teams[i][k], t)) ApplyRule(team.tide(k), *team.mutable_quota());
     }
   }
   return out;
@@ -148,6 +159,81 @@ std::optional<Time> NextTideBoundary(const TideCalendar& calendar, Time after) {
     if (b && (!best || *b < *best)) best = b;
   }
   return best;
+}
+
+std::vector<std::optional<QuotaEntries>> ActiveQuotas(const v1::Config& base, const TideActive& active) {
+  std::vector<std::optional<QuotaEntries>> out(base.teams_size());
+  for (int i = 0; i < base.teams_size(); ++i) {
+    const v1::Team& team = base.teams(i);
+    for (int k = 0; k < team.tide_size(); ++k) {  // the last listed wins, as in EffectiveConfig.
+      if (!active[i][k]) continue;
+      if (!out[i]) out[i] = team.quota();
+      ApplyRule(team.tide(k), *out[i]);
+    }
+  }
+  return out;
+}
+
+void TideIndex::Refresh(const TideCalendar& calendar, Time t) {
+  if (!built_) {
+    built_ = true;
+    windows_.assign(calendar.teams.size(), {});
+    for (size_t i = 0; i < calendar.teams.size(); ++i) {
+      windows_[i].assign(calendar.teams[i].size(), {});
+      for (size_t k = 0; k < calendar.teams[i].size(); ++k) {
+        const absl::TimeZone& tz = calendar.teams[i][k].zone;
+        auto z = std::find_if(zones_.begin(), zones_.end(), [&](const Zone& zone) { return zone.tz == tz; });
+        if (z == zones_.end()) z = zones_.insert(zones_.end(), Zone{tz, std::nullopt, {}});
+        z->rules.emplace_back(static_cast<int>(i), static_cast<int>(k));
+      }
+    }
+  }
+  bool changed = false;
+  for (Zone& zone : zones_) {
+    const absl::CivilDay today = absl::ToCivilDay(absl::FromUnixMillis(t), zone.tz);
+    if (zone.day == today) continue;
+    zone.day = today;
+    changed = true;
+    for (const auto& [i, k] : zone.rules) {
+      auto& w = windows_[i][k];
+      w.clear();
+      ForEachWindowAround(calendar.teams[i][k], today, [&](Time start, Time end) { w.emplace_back(start, end); });
+    }
+  }
+  if (!changed) return;
+  boundaries_.clear();
+  for (const auto& team : windows_) {
+    for (const auto& rule : team) {
+      for (const auto& [start, end] : rule) {
+        boundaries_.push_back(start);
+        boundaries_.push_back(end);
+      }
+    }
+  }
+  std::sort(boundaries_.begin(), boundaries_.end());
+}
+
+TideActive TideIndex::ActiveRules(const TideCalendar& calendar, Time t) {
+  Refresh(calendar, t);
+  TideActive active(windows_.size());
+  for (size_t i = 0; i < windows_.size(); ++i) {
+    active[i].assign(windows_[i].size(), false);
+    for (size_t k = 0; k < windows_[i].size(); ++k) {
+      for (const auto& [start, end] : windows_[i][k]) {
+        if (start <= t && t < end) active[i][k] = true;  // ActiveAt's test.
+      }
+    }
+  }
+  return active;
+}
+
+std::optional<Time> TideIndex::NextBoundary(const TideCalendar& calendar, Time after) {
+  Refresh(calendar, after);
+  // NextTideBoundary's minimum over every rule and window of the instants
+  // after `after` is the first such instant of their sorted union.
+  auto it = std::upper_bound(boundaries_.begin(), boundaries_.end(), after);
+  if (it == boundaries_.end()) return std::nullopt;
+  return *it;
 }
 
 }  // namespace tidegate::core

@@ -13,11 +13,14 @@
 #ifndef TIDEGATE_BROKER_CORE_TIDE_H_
 #define TIDEGATE_BROKER_CORE_TIDE_H_
 
+#include <cstdint>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "absl/time/civil_time.h"
 #include "absl/time/time.h"
 #include "broker/core/types.h"
 #include "tidegate/v1/config.pb.h"
@@ -27,7 +30,9 @@ namespace tidegate::core {
 // One tide rule ready to evaluate: its weekdays, its window in minutes after
 // local midnight (`to` at or before `from`: past midnight) and its zone.
 struct TideWindow {
-  std::vector<int> days;  // v1::Weekday numbering: mon = 1 .. sun = 7.
+  // Bit d set for weekday d in v1::Weekday numbering (mon = 1 .. sun = 7): a
+  // mask, not a list, so copying a calendar allocates nothing per rule.
+  uint8_t days = 0;
   int from_minute = 0;
   int to_minute = 0;      // up to 24 * 60.
   absl::TimeZone zone;
@@ -58,6 +63,51 @@ std::optional<Time> NextTideBoundary(const TideCalendar& calendar, Time after);
 
 // For one team's windows: the first boundary strictly after `after`.
 std::optional<Time> NextTeamTideBoundary(const std::vector<TideWindow>& windows, Time after);
+
+// Which rules are active: active[i][k] for the k-th rule of the config's i-th
+// team. The quota in force is a function of the base config and this alone.
+using TideActive = std::vector<std::vector<bool>>;
+
+// A team's quota entries (v1::Team.quota).
+using QuotaEntries = google::protobuf::Map<std::string, v1::ResourceQuota>;
+
+// Per team of `base`, its quota entries with the rules flagged in `active`
+// applied in order, exactly as EffectiveConfig applies them; nullopt for a
+// team none of whose rules is active (its base entries hold). What
+// EffectiveConfig changes, without copying the rest of the config.
+std::vector<std::optional<QuotaEntries>> ActiveQuotas(const v1::Config& base, const TideActive& active);
+
+// The rules of `calendar` active at `t`, and the next boundary, with the
+// answers of EffectiveConfig and NextTideBoundary but cheap to ask again and
+// again. Those scan every rule's windows around `t` (cctz day arithmetic per
+// rule and day); a window's instants depend only on the rule and on the local
+// day of `t` in the rule's zone, so this index keeps, per time zone, the
+// windows for the local day it was last asked about, and the sorted union of
+// all their starts and ends. It recomputes a zone's windows only when that
+// day changes (once a local day when time moves forward). Answers are the
+// scans' own (the same windows, the same comparisons). Bound to one calendar:
+// Clear() it when the calendar changes. Not thread-safe (it caches).
+class TideIndex {
+ public:
+  void Clear() { *this = TideIndex(); }
+  TideActive ActiveRules(const TideCalendar& calendar, Time t);
+  std::optional<Time> NextBoundary(const TideCalendar& calendar, Time after);
+
+ private:
+  struct Zone {
+    absl::TimeZone tz;
+    std::optional<absl::CivilDay> day;    // the local day the windows are for.
+    std::vector<std::pair<int, int>> rules;  // (team, rule) in this zone.
+  };
+  void Refresh(const TideCalendar& calendar, Time t);
+
+  bool built_ = false;
+  std::vector<Zone> zones_;
+  // windows_[team][rule]: the [start, end) instants of that rule's windows
+  // for its zone's day.
+  std::vector<std::vector<std::vector<std::pair<Time, Time>>>> windows_;
+  std::vector<Time> boundaries_;  // every start and end in windows_, sorted.
+};
 
 }  // namespace tidegate::core
 

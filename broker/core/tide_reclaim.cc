@@ -81,31 +81,51 @@ absl::StatusOr<CompiledConfig> Decider::CompileAt(const v1::Config& source, cons
   return HasTide(source) ? CompileConfig(EffectiveConfig(source, tide, t), tide) : CompileConfig(source, tide);
 }
 
-std::vector<int> RisingTeams(const v1::Config& source, const TideCalendar& tide, const CompiledConfig& coming,
-                             Time boundary) {
+std::shared_ptr<const absl::StatusOr<CompiledConfig>> CompiledQuotaAt(State& s, Time t, TideActive* active) {
+  State::Tide& tide = s.tide();
+  TideActive rules = tide.index.ActiveRules(s.config().tide, t);
+  std::shared_ptr<const absl::StatusOr<CompiledConfig>> compiled;
+  for (const auto& c : tide.compiled) {
+    if (c.active == rules) compiled = c.config;
+  }
+  if (!compiled) {
+    // CompileConfig(EffectiveConfig(source, calendar, t), calendar), without
+    // copying the config and its rules: the same quota entries (ActiveQuotas).
+    compiled = std::make_shared<const absl::StatusOr<CompiledConfig>>(
+        CompileConfig(s.source(), s.config().tide, ActiveQuotas(s.source(), rules)));
+    constexpr size_t kKept = 4;  // the quota in force, the coming one, and a guard or two.
+    if (tide.compiled.size() >= kKept) tide.compiled.erase(tide.compiled.begin());
+    tide.compiled.push_back({rules, compiled});
+  }
+  if (active) *active = std::move(rules);
+  return compiled;
+}
+
+std::vector<int> RisingTeams(const v1::Config& source, const TideActive& before, const TideActive& at,
+                             const CompiledConfig& was, const CompiledConfig& coming) {
   // Only a team's own rule counts: an inner node without an entry of its own
   // rises with its children's sum, but that is the child's rise, not its own.
-  const v1::Config before_src = EffectiveConfig(source, tide, boundary - 1);
-  const v1::Config at_src = EffectiveConfig(source, tide, boundary);
-  auto before = CompileConfig(before_src, tide);
-  if (!before.ok()) return {};
+  const std::vector<std::optional<QuotaEntries>> at_quotas = ActiveQuotas(source, at);
+  const std::vector<std::optional<QuotaEntries>> before_quotas = ActiveQuotas(source, before);
   std::vector<int> rising;
-  for (int i = 0; i < at_src.teams_size() && i < before_src.teams_size(); ++i) {
-    const v1::Team& at = at_src.teams(i);
-    const v1::Team& was = before_src.teams(i);
-    auto n = coming.node_index.find(at.name());
-    auto nb = before->node_index.find(at.name());
-    if (n == coming.node_index.end() || nb == before->node_index.end()) continue;
+  for (int i = 0; i < source.teams_size(); ++i) {
+    const QuotaEntries& at_q = at_quotas[i] ? *at_quotas[i] : source.teams(i).quota();
+    const QuotaEntries& was_q = before_quotas[i] ? *before_quotas[i] : source.teams(i).quota();
+    if (!at_quotas[i] && !before_quotas[i]) continue;  // no rule of its own on either side.
+    const std::string& name = source.teams(i).name();
+    auto n = coming.node_index.find(name);
+    auto nb = was.node_index.find(name);
+    if (n == coming.node_index.end() || nb == was.node_index.end()) continue;
     for (int r = 0; r < coming.num_resources(); ++r) {
       const std::string& res = coming.resources[r];
-      auto rb = before->resource_index.find(res);
-      if (rb == before->resource_index.end()) continue;
-      auto ea = at.quota().find(res);
-      auto eb = was.quota().find(res);
-      const std::string a = ea == at.quota().end() ? std::string() : ea->second.SerializeAsString();
-      const std::string b = eb == was.quota().end() ? std::string() : eb->second.SerializeAsString();
+      auto rb = was.resource_index.find(res);
+      if (rb == was.resource_index.end()) continue;
+      auto ea = at_q.find(res);
+      auto eb = was_q.find(res);
+      const std::string a = ea == at_q.end() ? std::string() : ea->second.SerializeAsString();
+      const std::string b = eb == was_q.end() ? std::string() : eb->second.SerializeAsString();
       if (a == b) continue;  // its own entry does not change here.
-      const NodeConfig& now_n = before->nodes[nb->second];
+      const NodeConfig& now_n = was.nodes[nb->second];
       const NodeConfig& next_n = coming.nodes[n->second];
       if (next_n.guaranteed[r] > now_n.guaranteed[rb->second] || next_n.private_part[r] > now_n.private_part[rb->second]) {
         rising.push_back(n->second);
@@ -116,6 +136,19 @@ std::vector<int> RisingTeams(const v1::Config& source, const TideCalendar& tide,
   return rising;
 }
 
+namespace {
+
+// RisingTeams at `boundary`, with `coming` the quota in force from it.
+std::vector<int> RisingAt(State& s, const CompiledConfig& coming, Time boundary) {
+  TideActive before_rules;
+  auto before = CompiledQuotaAt(s, boundary - 1, &before_rules);
+  if (!before->ok()) return {};
+  const TideActive at_rules = s.tide().index.ActiveRules(s.config().tide, boundary);
+  return RisingTeams(s.source(), before_rules, at_rules, **before, coming);
+}
+
+}  // namespace
+
 void ResetTide(State& s) {
   State::Tide& tide = s.tide();
   tide.enabled = HasTide(s.source());
@@ -125,13 +158,13 @@ void ResetTide(State& s) {
   tide.guard_usage_stamp = 0;
   if (!tide.enabled) return;
   const TideCalendar& calendar = s.config().tide;
-  tide.next_apply = NextTideBoundary(calendar, tide.apply_cursor);
-  tide.next_lead = NextTideBoundary(calendar, tide.lead_cursor);
+  tide.next_apply = tide.index.NextBoundary(calendar, tide.apply_cursor);
+  tide.next_lead = tide.index.NextBoundary(calendar, tide.lead_cursor);
   // Guards for boundaries whose lead ran but which are not in force yet.
-  for (auto b = tide.next_apply; b && *b <= tide.lead_cursor; b = NextTideBoundary(calendar, *b)) {
-    auto coming = CompileConfig(EffectiveConfig(s.source(), calendar, *b), calendar);
-    if (coming.ok() && !RisingTeams(s.source(), calendar, *coming, *b).empty()) {
-      tide.guards.push_back({*b, *std::move(coming)});
+  for (auto b = tide.next_apply; b && *b <= tide.lead_cursor; b = tide.index.NextBoundary(calendar, *b)) {
+    auto coming = CompiledQuotaAt(s, *b);
+    if (coming->ok() && !RisingAt(s, **coming, *b).empty()) {
+      tide.guards.push_back({*b, **coming});
     }
   }
 }
@@ -155,20 +188,19 @@ bool Decider::RunTide(Time t) {
   while (tide.next_lead && *tide.next_lead - lead_ms <= t) {
     const Time boundary = *tide.next_lead;
     tide.lead_cursor = boundary;
-    const TideCalendar& calendar = s_.config().tide;
-    tide.next_lead = NextTideBoundary(calendar, boundary);
-    auto coming = CompileConfig(EffectiveConfig(s_.source(), calendar, boundary), calendar);
-    if (!coming.ok()) {
+    tide.next_lead = tide.index.NextBoundary(s_.config().tide, boundary);
+    auto coming = CompiledQuotaAt(s_, boundary);
+    if (!coming->ok()) {
       Error("", absl::StrCat("tide: the quota coming at ", boundary, " ms is invalid: ",
-                             std::string(coming.status().message())));
+                             std::string(coming->status().message())));
       continue;
     }
     // Only a rise is prepared for: a fall gives capacity away at the
     // boundary (the queue first, then growth), with nothing to guard before.
-    const std::vector<int> rising = RisingTeams(s_.source(), calendar, *coming, boundary);
+    const std::vector<int> rising = RisingAt(s_, **coming, boundary);
     if (rising.empty()) continue;
-    TideReclaim(*coming, rising);
-    tide.guards.push_back({boundary, *std::move(coming)});
+    TideReclaim(**coming, rising);
+    tide.guards.push_back({boundary, **coming});
     tide.guard_usage_stamp = 0;
     s_.Changed();
     ran = true;
@@ -176,12 +208,10 @@ bool Decider::RunTide(Time t) {
   while (tide.next_apply && *tide.next_apply <= t) {
     const Time boundary = *tide.next_apply;
     tide.apply_cursor = boundary;
-    // Reconfigure recompiles the quota in force now and resets the schedule.
     const Time saved = s_.now();
     s_.set_now(boundary);
-    Reconfigure(s_.source(), /*same_tide_rules=*/true);
+    ApplyTideBoundary();
     s_.set_now(saved);
-    ResetTide(s_);
     ran = true;
   }
   return ran;

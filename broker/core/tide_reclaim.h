@@ -6,6 +6,7 @@
 #ifndef TIDEGATE_BROKER_CORE_TIDE_RECLAIM_H_
 #define TIDEGATE_BROKER_CORE_TIDE_RECLAIM_H_
 
+#include <memory>
 #include <vector>
 
 #include "broker/core/config.h"
@@ -21,12 +22,18 @@ namespace tidegate::core {
 void ResetTide(State& s);
 
 // The teams whose own tide rule raises their guarantee or private part
-// (g - lend_limit) at `boundary`, as node indices of `coming` (the quota in
-// force from the boundary). An ancestor that rises only through a child's
-// sum is not one of them. Lead reclaim and the guard are for these rises.
-// `tide` is the calendar of `source`.
-std::vector<int> RisingTeams(const v1::Config& source, const TideCalendar& tide, const CompiledConfig& coming,
-                             Time boundary);
+// (g - lend_limit) at a boundary, as node indices of `coming` (the quota in
+// force from the boundary, under the rules `at`); `was` is the quota just
+// before it (under the rules `before`), both of base config `source`. An
+// ancestor that rises only through a child's sum is not one of them. Lead
+// reclaim and the guard are for these rises.
+std::vector<int> RisingTeams(const v1::Config& source, const TideActive& before, const TideActive& at,
+                             const CompiledConfig& was, const CompiledConfig& coming);
+
+// The state's base config compiled under the tide rules active at `t` (the
+// quota in force at t), from State::Tide's caches; `active` receives those
+// rules when given.
+std::shared_ptr<const absl::StatusOr<CompiledConfig>> CompiledQuotaAt(State& s, Time t, TideActive* active = nullptr);
 
 }  // namespace tidegate::core
 

@@ -96,6 +96,61 @@ TEST(TideTest, TimeZoneShiftsTheWindow) {
   EXPECT_EQ(NextTideBoundary(Calendar(base), At("2026-01-05T00:00:00Z")), At("2026-01-05T07:00:00Z"));
 }
 
+// The index a tide boundary uses answers exactly as the scans do, in zones
+// with daylight saving (windows inside the skipped and the repeated hour,
+// past midnight, until 24:00), for times asked out of order as the core asks
+// them (a boundary, the instant before it, the cursors). And the compile of
+// the base config under the active rules' quotas is the compile of the
+// effective config.
+TEST(TideTest, IndexAnswersAsTheScansDo) {
+  v1::Config base = Parse(kServing);
+  auto add = [&](int team, std::vector<v1::Weekday> days, const char* from, const char* to, const char* zone,
+                 int64_t g) {
+    v1::TideRule* r = base.mutable_teams(team)->add_tide();
+    for (auto d : days) r->add_days(d);
+    r->set_from(from);
+    r->set_to(to);
+    r->set_timezone(zone);
+    (*r->mutable_quota())["gpu"].set_guaranteed(g);
+  };
+  add(1, {v1::WEEKDAY_SUN}, "02:30", "03:30", "Europe/Berlin", 5);  // 2026-03-29: 02:30 does not exist.
+  add(1, {v1::WEEKDAY_SUN}, "02:15", "02:45", "Europe/Berlin", 6);  // 2026-10-25: 02:15 comes twice.
+  add(1, {v1::WEEKDAY_SAT, v1::WEEKDAY_SUN}, "22:00", "06:00", "America/New_York", 7);
+  add(0, {v1::WEEKDAY_FRI}, "18:00", "24:00", "Australia/Lord_Howe", 8);  // a 30-minute shift.
+  add(0, {v1::WEEKDAY_MON, v1::WEEKDAY_THU}, "00:00", "01:00", "UTC", 9);
+  const TideCalendar calendar = Calendar(base);
+  TideIndex index;
+  uint64_t rng = 12345;
+  for (const char* start : {"2026-03-06T00:00:00Z", "2026-03-27T00:00:00Z", "2026-10-23T00:00:00Z"}) {
+    Time t = At(start);
+    for (int step = 0; step < 400; ++step) {
+      rng = rng * 6364136223846793005ULL + 1442695040888963407ULL;
+      // Mostly forward by up to 3 h, sometimes back by up to a day, on the
+      // minute or off it.
+      const int64_t jump = static_cast<int64_t>(rng >> 33) % (3 * 3600 * 1000);
+      t += (rng >> 20) % 8 == 0 ? -jump * 8 : jump;
+      for (Time q : {t, t - 1}) {
+        EXPECT_EQ(index.NextBoundary(calendar, q), NextTideBoundary(calendar, q)) << q;
+        v1::Config from_index = base;
+        const auto quotas = ActiveQuotas(base, index.ActiveRules(calendar, q));
+        for (int i = 0; i < base.teams_size(); ++i) {
+          if (quotas[i]) *from_index.mutable_teams(i)->mutable_quota() = *quotas[i];
+        }
+        const v1::Config effective = EffectiveConfig(base, calendar, q);
+        EXPECT_TRUE(google::protobuf::util::MessageDifferencer::Equivalent(from_index, effective)) << q;
+        auto compiled = CompileConfig(base, calendar, quotas);
+        auto expected = CompileConfig(effective, calendar);
+        ASSERT_TRUE(compiled.ok() && expected.ok());
+        EXPECT_EQ(compiled->resources, expected->resources);
+        for (size_t n = 0; n < expected->nodes.size(); ++n) {
+          EXPECT_EQ(compiled->nodes[n].guaranteed, expected->nodes[n].guaranteed) << q;
+          EXPECT_EQ(compiled->nodes[n].potential, expected->nodes[n].potential) << q;
+        }
+      }
+    }
+  }
+}
+
 TEST(TideTest, BadRulesNameTeamRuleFieldAndValue) {
   struct Case {
     void (*mutate)(v1::TideRule*);

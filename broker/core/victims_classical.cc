@@ -194,6 +194,37 @@ bool BetweenWithinGuarantee(const State& s, const Candidate& c, ResourceMask con
   return false;
 }
 
+// Walks the levels of docs/policy.md §3's other-team search for J: calls
+// f(A, prev, advantage) for each ancestor A of J's team from its parent up to
+// the sharing domain D(t) inclusive, `prev` the child of A already visited
+// and `advantage` as it stands when A's candidates are collected. Stops early
+// when f returns false.
+template <typename F>
+void ForEachLevel(const State& s, const Job& J, ResourceMask contested, F f) {
+  const int t = J.team;
+  const int R = s.num_resources();
+  const int domain = s.Domain(t, contested);
+  bool advantage = true;
+  std::vector<Quantity> remaining(R, 0);
+  for (int r = 0; r < R; ++r) {
+    if (!(J.requested >> r & 1)) continue;
+    if (s.node_state(t).usage[r] + J.demand[r] > s.node(t).guaranteed[r]) advantage = false;
+    remaining[r] = std::max<Quantity>(0, J.demand[r] - s.Slack(t, r));
+  }
+  int prev = t;
+  for (int A = s.node(t).parent; A >= 0; A = s.node(A).parent) {
+    if (!f(A, prev, advantage)) return;
+    if (A == domain) break;
+    bool fits_here = true;
+    for (int r = 0; r < R; ++r) {
+      if ((J.requested >> r & 1) && s.node_state(A).usage[r] + remaining[r] > s.node(A).guaranteed[r]) fits_here = false;
+    }
+    advantage = advantage || fits_here;
+    for (int r = 0; r < R; ++r) remaining[r] = std::max<Quantity>(0, remaining[r] - s.Slack(A, r));
+    prev = A;
+  }
+}
+
 // The candidates of docs/policy.md §3 for job J: its own team's (when within_team
 // allows), then other teams' level by level up to the sharing domain D(t).
 // `any_other`: some other team's job is a candidate; `any_hierarchy`: some
@@ -207,7 +238,6 @@ struct Candidates {
 Candidates CollectCandidates(const State& s, const Job& J, ResourceMask contested, bool lacks_room) {
   const int t = J.team;
   const TeamPolicy& pol = s.node(t).policy;
-  const int R = s.num_resources();
   Candidates out;
   std::vector<Candidate>& cands = out.list;
   cands.reserve(s.node_state(t).running.size());
@@ -223,32 +253,45 @@ Candidates CollectCandidates(const State& s, const Job& J, ResourceMask conteste
   if (pol.reclaim == v1::RECLAIM_NEVER) return out;
 
   // Other-team candidates, level by level up to D(t).
-  const int domain = s.Domain(t, contested);
-  bool advantage = true;
-  std::vector<Quantity> remaining(R, 0);
-  for (int r = 0; r < R; ++r) {
-    if (!(J.requested >> r & 1)) continue;
-    if (s.node_state(t).usage[r] + J.demand[r] > s.node(t).guaranteed[r]) advantage = false;
-    remaining[r] = std::max<Quantity>(0, J.demand[r] - s.Slack(t, r));
-  }
-  int prev = t;
-  for (int A = s.node(t).parent; A >= 0; A = s.node(A).parent) {
+  ForEachLevel(s, J, contested, [&](int A, int prev, bool advantage) {
     const size_t before = cands.size();
     CollectSubtree(s, J, A, A, prev, contested, advantage, lacks_room, &cands);
     if (cands.size() > before) {
       out.any_other = true;
       if (advantage) out.any_hierarchy = true;
     }
-    if (A == domain) break;
-    bool fits_here = true;
-    for (int r = 0; r < R; ++r) {
-      if ((J.requested >> r & 1) && s.node_state(A).usage[r] + remaining[r] > s.node(A).guaranteed[r]) fits_here = false;
-    }
-    advantage = advantage || fits_here;
-    for (int r = 0; r < R; ++r) remaining[r] = std::max<Quantity>(0, remaining[r] - s.Slack(A, r));
-    prev = A;
-  }
+    return true;
+  });
   return out;
+}
+
+// True when no pass can find a fit, so the search may skip collecting and
+// ordering the candidates (often every running job of the sharing domain,
+// and retried at every tick under least_lost_work). It returns the search's
+// own answer, no victims, because then:
+// - within_team is never, so every candidate is another team's, and taking
+//   one never lowers u(t) (t is a leaf: removals change only the
+//   candidate's team and its ancestors);
+// - no level is visited with the advantage, so there are no hierarchy
+//   candidates, and the advantage was false from the start: u(t) + d_r >
+//   g(t) on some requested r;
+// - borrow_within_cohort is never, so every priority candidate is
+//   reclaim-without-borrowing.
+// The passes are then {with borrowing} or {without, with} (docs/policy.md
+// §3). A pass with borrowing skips every candidate by rule (i), removes
+// nothing and never fits. A pass without borrowing needs u(t) + d_r <= g(t)
+// on every requested r, false before any removal and unchanged by them.
+bool NoPassCanFit(const State& s, const Job& J, ResourceMask contested) {
+  const TeamPolicy& pol = s.node(J.team).policy;
+  if (pol.within_team != v1::WITHIN_TEAM_NEVER) return false;
+  if (pol.borrow_within_cohort != v1::BORROW_WITHIN_COHORT_POLICY_NEVER) return false;
+  if (pol.reclaim == v1::RECLAIM_NEVER) return true;  // no candidates at all.
+  bool hierarchy = false;
+  ForEachLevel(s, J, contested, [&](int, int, bool advantage) {
+    hierarchy = hierarchy || advantage;
+    return !hierarchy;
+  });
+  return !hierarchy;
 }
 
 // One pass of docs/policy.md §3 over the sorted candidates: remove them in order
@@ -335,6 +378,7 @@ std::vector<Victim> ClassicalVictims(State& s, int j, ResourceMask contested) {
   const int t = J.team;
   const TeamPolicy& pol = s.node(t).policy;
   const int R = s.num_resources();
+  if (NoPassCanFit(s, J, contested)) return {};
   Candidates collected = CollectCandidates(s, J, contested, ClusterLacksRoom(s, J));
   if (collected.list.empty()) return {};
   const bool any_other = collected.any_other, any_hierarchy = collected.any_hierarchy;
