@@ -102,12 +102,13 @@ class JobsE2eTest : public ::testing::Test {
     return admission_->ReportCheckpoint(&ctx, req, &resp);
   }
 
-  // One `tidegate` run against the server, bounded by the CLI's own deadlines.
-  Ran Cli(std::vector<std::string> args) {
+  // One `tidegate` run against the server (or the one at `address`),
+  // bounded by the CLI's own deadlines.
+  Ran Cli(std::vector<std::string> args, const std::string& address = "") {
     static int counter = 0;
     const std::string stem = dir_->File("cli-" + std::to_string(++counter));
     const std::string bin = testing::ServerProcess::BinDir() + "/tidegate";
-    args.insert(args.begin(), {bin, "--server", server_->address()});
+    args.insert(args.begin(), {bin, "--server", address.empty() ? server_->address() : address});
     const pid_t pid = fork();
     if (pid == 0) {
       const int out = open((stem + ".out").c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
@@ -293,8 +294,9 @@ TEST_F(JobsE2eTest, AnElasticJobWithAPendingGrowShowsItsSizeNowAndTheRequest) {
 }
 
 // A team that may not reclaim and cannot fit anything is not tried each
-// cycle, yet its head's reason follows usage: after another team's job ends
-// the numbers say so. The everyday list (no state) leaves ended jobs out.
+// cycle, yet the reasons of all its jobs, not only its head's, follow usage:
+// after another team's job ends the numbers say so. The everyday list (no
+// state) leaves ended jobs out.
 TEST_F(JobsE2eTest, AWaitingJobsNumbersFollowUsageAndEndedJobsLeaveTheLiveList) {
   testing::TempDir dir;
   const std::string config = dir.File("tidegate.yaml");
@@ -328,7 +330,9 @@ policy: {tick_s: 1}
   admit("b2", "b", 3);
   admit("b3", "b", 1);
   admit("a1", "a", 2);
+  admit("a2", "a", 3);
   EXPECT_THAT(reason("a1"), HasSubstr("k has 0 of 8 free"));
+  EXPECT_THAT(reason("a2"), HasSubstr("k has 0 of 8 free"));
   {
     grpc::ClientContext ctx;
     v1::ReleaseRequest req;
@@ -337,11 +341,21 @@ policy: {tick_s: 1}
     ASSERT_TRUE(stub->Release(&ctx, req, &resp).ok());
   }
   EXPECT_THAT(reason("a1"), HasSubstr("capacity k gpu: the job needs 2; k has 1 of 8 free"));
+  // Behind the head: the cycle did not try it, the numbers are those of now.
+  EXPECT_EQ(reason("a2"), "capacity k gpu: the job needs 3; k has 1 of 8 free; it waits for jobs there to end");
+  Ran show = Cli({"job", "a2", "-o", "json"}, server.address());
+  EXPECT_EQ(show.code, 0) << show.err;
+  EXPECT_THAT(show.out, HasSubstr(R"("reason":"capacity k gpu: the job needs 3; k has 1 of 8 free; it waits for )"
+                                  R"(jobs there to end")"));
+  EXPECT_THAT(show.out, HasSubstr(R"("queue_position":2)"));
   grpc::ClientContext ctx;
   v1::ListJobsResponse live;
   ASSERT_TRUE(stub->ListJobs(&ctx, v1::ListJobsRequest(), &live).ok());
-  for (const auto& j : live.jobs()) EXPECT_NE(j.job(), "b3") << "an ended job in the live list";
-  EXPECT_EQ(live.jobs_size(), 3);
+  for (const auto& j : live.jobs()) {
+    EXPECT_NE(j.job(), "b3") << "an ended job in the live list";
+    if (j.job() == "a2") EXPECT_THAT(j.reason(), HasSubstr("k has 1 of 8 free"));
+  }
+  EXPECT_EQ(live.jobs_size(), 4);
 }
 
 // SIGTERM while `admit --wait` and unary calls run: the stream ends

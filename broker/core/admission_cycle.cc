@@ -138,7 +138,8 @@ void Decider::ClassicalPass() {
   auto later = [](const Cursor& a, const Cursor& b) { return *b.it < *a.it; };
   std::vector<Cursor> heap;
   for (int n : s_.teams_with_pending()) {
-    if (TeamStuck(n)) {
+    s_.node_state(n).stuck = TeamStuck(n);
+    if (s_.node_state(n).stuck) {
       RefreshStuckHead(n);
       continue;
     }
@@ -181,6 +182,7 @@ void Decider::FairSharePass() {
   for (int t : s_.teams_with_pending()) {
     cursor[t] = s_.node_state(t).pending.begin();
     eligible[t] = true;
+    s_.node_state(t).stuck = false;  // every team is tried.
   }
   // The next job to try in n's subtree, or nullptr (marks n done).
   SubtreeHead head = [&](int n) -> const QueueKey* {

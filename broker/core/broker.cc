@@ -7,6 +7,8 @@
 #include "broker/core/decider.h"
 #include "broker/core/fair_share.h"
 #include "broker/core/job_spec.h"
+#include "broker/core/reasons.h"
+#include "broker/core/reasons_now.h"
 #include "broker/core/state.h"
 #include "broker/core/tide.h"
 #include "broker/core/tide_reclaim.h"
@@ -156,7 +158,7 @@ std::optional<JobView> Broker::GetJob(std::string_view id) const {
   v.last_admitted_at = job.last_admitted_at;
   v.borrowing = job.borrowing;
   v.demand = s.Named(job.demand, job.requested);
-  v.reason = job.reason;
+  v.reason = ReasonNow(s, job);
   v.spec = job.spec;
   v.epoch = job.epoch;
   v.resize_from = job.resize_from;
@@ -272,5 +274,9 @@ Quantity Broker::TotalCapacity(std::string_view resource) const {
 size_t Broker::JobCount() const { return state_->job_count(); }
 
 uint64_t Broker::QuotaGeneration() const { return state_->quota_generation(); }
+
+std::shared_ptr<const WaitPicture> Broker::TakeWaitPicture(const WaitPicture* prev) const {
+  return WaitPicture::Take(*state_, prev);
+}
 
 }  // namespace tidegate::core

@@ -28,6 +28,7 @@
 namespace tidegate::core {
 
 class State;  // defined in state.h
+class WaitPicture;  // defined in reasons_now.h
 
 // A read-only view of one job, for queries and expectations.
 struct JobView {
@@ -146,6 +147,9 @@ class Broker {
   // Bumped whenever the quota in force changes (a config change or a tide
   // boundary), so readers know to re-read every team.
   uint64_t QuotaGeneration() const;
+  // What a reader needs to state a queued job's reason with the numbers of
+  // now, which GetJob gives (reasons_now.h); shares what it can with `prev`.
+  std::shared_ptr<const WaitPicture> TakeWaitPicture(const WaitPicture* prev) const;
 
  private:
   explicit Broker(std::unique_ptr<State> state);

@@ -150,6 +150,11 @@ void Decider::Adopt(const v1::AdoptJobs& batch) {
     }
     e.borrowed = s_.Named(borrowed, job.requested);
     job.phase = spec.draining() ? Phase::kDraining : Phase::kAdmitted;
+    if (job.phase == Phase::kDraining) {
+      // No victim of ours: its cluster is ending it, and nothing here sets a deadline.
+      job.reason = absl::StrCat("draining for its cluster (adopted while already leaving); it holds its capacity "
+                                "until the agent of ", s_.config().clusters[job.cluster].name, " reports it gone");
+    }
     job.admitted_at = s_.now();
     job.last_admitted_at = s_.now();
     job.announced = true;

@@ -7,8 +7,10 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "broker/core/broker.h"
+#include "broker/core/reasons_now.h"
 #include "gmock/gmock.h"
 #include "google/protobuf/text_format.h"
 #include "google/protobuf/util/message_differencer.h"
@@ -73,14 +75,16 @@ std::vector<std::string> Lines(const std::vector<Event>& events) {
 }
 
 Quantity UsedGpus(const Broker& b, const std::string& team) {
-  for (const auto& r : b.GetTeam(team)->resources) {
+  const std::optional<TeamView> view = b.GetTeam(team);  // outlives the loop
+  for (const auto& r : view->resources) {
     if (r.resource == "gpu") return r.used;
   }
   return -1;
 }
 
 Quantity QueuedGpus(const Broker& b, const std::string& team) {
-  for (const auto& r : b.GetTeam(team)->resources) {
+  const std::optional<TeamView> view = b.GetTeam(team);  // outlives the loop
+  for (const auto& r : view->resources) {
     if (r.resource == "gpu") return r.queued;
   }
   return -1;
@@ -206,6 +210,130 @@ TEST(EndedJobsTest, ARequeuedJobKeepsItsLastAdmissionTime) {
   ASSERT_EQ(v->state, v1::JOB_STATE_QUEUED);
   EXPECT_EQ(v->admitted_at, -1);
   EXPECT_EQ(v->last_admitted_at, kT0);
+}
+
+// ---------------------------------------------------------------- why it waits
+
+// a may not take capacity back, so when nothing of a fits the cycle tries
+// none of its jobs (a "stuck" team): their reasons are stated when read.
+const char* const kStuckConfig = R"pb(
+  clusters { name: "k1" capacity { key: "gpu" value: 8 } }
+  teams { name: "a" quota { key: "gpu" value { guaranteed: 4 } } preemption { reclaim: RECLAIM_NEVER } %s }
+  teams { name: "b" quota { key: "gpu" value { guaranteed: 4 } } })pb";
+
+std::unique_ptr<Broker> MakeStuck(const std::string& a_extra) {
+  v1::Config c;
+  EXPECT_TRUE(google::protobuf::TextFormat::ParseFromString(absl::StrFormat(kStuckConfig, a_extra), &c));
+  auto b = Broker::Create(c, kT0);
+  EXPECT_TRUE(b.ok()) << b.status();
+  return b.ok() ? *std::move(b) : nullptr;
+}
+
+// The reason a reader computes from a picture of the core (what the broker
+// service publishes) given the reason it had read before.
+std::string PictureReason(const Broker& b, const std::string& id, const std::string& read_before) {
+  const JobView v = *b.GetJob(id);
+  return b.TakeWaitPicture(nullptr)->Reason(id, v.team, v.cluster, v.demand, read_before);
+}
+
+TEST(WhyItWaitsTest, EveryJobOfAStuckTeamStatesTheNumbersOfNow) {
+  auto b = MakeStuck("");
+  b->Apply(Job("b1", 6, "b"), kT0);
+  b->Apply(Job("a1", 3), kT0);
+  b->Apply(Job("a2", 4), kT0);
+  const std::string before = b->GetJob("a2")->reason;
+  EXPECT_EQ(before, "capacity k1 gpu: the job needs 4; k1 has 2 of 8 free; it waits for jobs there to end");
+  // b takes one more GPU: a is not tried (nothing of it fits), yet both of
+  // its jobs say what is free now, not only the head.
+  EXPECT_THAT(Lines(b->Apply(Job("b2", 1, "b"), kT0 + kSec)), ElementsAre("admit b2"));
+  EXPECT_EQ(b->GetJob("a1")->reason,
+            "capacity k1 gpu: the job needs 3; k1 has 1 of 8 free; it waits for jobs there to end");
+  EXPECT_EQ(b->GetJob("a2")->reason,
+            "capacity k1 gpu: the job needs 4; k1 has 1 of 8 free; it waits for jobs there to end");
+  EXPECT_EQ(PictureReason(*b, "a2", before), b->GetJob("a2")->reason);
+  EXPECT_EQ(PictureReason(*b, "a1", before), b->GetJob("a1")->reason);
+}
+
+TEST(WhyItWaitsTest, JobsBehindAStuckStrictHeadNameTheHeadOfNow) {
+  auto b = MakeStuck("queueing: QUEUEING_STRICT_FIFO");
+  b->Apply(Job("b1", 6, "b"), kT0);
+  b->Apply(Job("a1", 3), kT0);
+  b->Apply(Job("a2", 4), kT0);
+  b->Apply(Job("a3", 3), kT0);
+  const std::string before = b->GetJob("a3")->reason;
+  EXPECT_THAT(before, HasSubstr("behind strict-FIFO head a1 of a"));
+  // The head leaves the queue; the team is still stuck (nothing of it fits
+  // in the 2 GPUs free), so no cycle marks a3 behind the new head.
+  b->Apply(Finish("a1"), kT0 + kSec);
+  EXPECT_EQ(b->GetJob("a3")->reason,
+            "strict_fifo: behind strict-FIFO head a2 of a, which cannot be admitted yet (see its reason)");
+  EXPECT_EQ(PictureReason(*b, "a3", before), b->GetJob("a3")->reason);
+  EXPECT_THAT(b->GetJob("a2")->reason, HasSubstr("k1 has 2 of 8 free"));
+}
+
+TEST(WhyItWaitsTest, APictureLeavesTheReasonsOfTriedJobsAlone) {
+  auto b = Make();
+  b->Apply(Job("a1", 8), kT0);  // a borrows all of b's guarantee
+  b->Apply(Job("b1", 2, "b"), kT0 + kSec);  // b reclaims: it waits for its victim
+  const std::string reason = b->GetJob("b1")->reason;
+  EXPECT_THAT(reason, ::testing::StartsWith("reclaiming"));
+  EXPECT_EQ(PictureReason(*b, "b1", reason), reason);
+}
+
+// Every reason names its numbers and what would unblock the job
+// (docs/jobs.md, "Why a job waits"); one case per code the cycle gives.
+std::unique_ptr<Broker> MakeFrom(const std::string& text) {
+  v1::Config c;
+  EXPECT_TRUE(google::protobuf::TextFormat::ParseFromString(text, &c)) << text;
+  auto b = Broker::Create(c, kT0);
+  EXPECT_TRUE(b.ok()) << b.status();
+  return b.ok() ? *std::move(b) : nullptr;
+}
+
+TEST(WhyItWaitsTest, BorrowLimitNamesTheTeamItsUseAndItsLimit) {
+  auto b = MakeFrom(R"pb(
+    clusters { name: "k1" capacity { key: "gpu" value: 8 } }
+    teams { name: "a" quota { key: "gpu" value { guaranteed: 2 borrow_limit: 2 } } }
+    teams { name: "b" quota { key: "gpu" value { guaranteed: 6 } } })pb");
+  b->Apply(Job("a1", 3), kT0);
+  b->Apply(Job("a2", 2), kT0);
+  EXPECT_EQ(b->GetJob("a2")->reason,
+            "borrow_limit a gpu: a would use 5 gpu > 4 (2 guaranteed + 2 borrow limit); it waits for a's jobs to end");
+}
+
+TEST(WhyItWaitsTest, QuotaInUseSaysWhatTheTeamCanTakeAndWhatTheFleetKeeps) {
+  auto b = MakeFrom(R"pb(
+    clusters { name: "k1" capacity { key: "gpu" value: 8 } }
+    teams { name: "a" quota { key: "gpu" value { guaranteed: 4 } } preemption { reclaim: RECLAIM_NEVER } }
+    teams { name: "b" quota { key: "gpu" value { guaranteed: 4 lend_limit: 0 } } })pb");
+  b->Apply(Job("a1", 4), kT0);
+  b->Apply(Job("a2", 1), kT0);
+  EXPECT_EQ(b->GetJob("a2")->reason,
+            "quota_in_use fleet gpu: the job needs 1; a can take 0 more now (the fleet, all clusters: 8 of 8 in use or "
+            "kept for guarantees); it waits for borrowers to leave or jobs to end");
+}
+
+TEST(WhyItWaitsTest, AReclaimAndItsVictimNameEachOtherAndTheDeadline) {
+  auto b = MakeFrom(R"pb(
+    clusters { name: "k1" capacity { key: "gpu" value: 8 } }
+    teams { name: "a" quota { key: "gpu" value { guaranteed: 4 } } preemption { reclaim: RECLAIM_NEVER } }
+    teams { name: "b" quota { key: "gpu" value { guaranteed: 4 } } }
+    policy { default_grace_s: 30 requeue_backoff_s: 60 })pb");
+  b->Apply(Job("a1", 8), kT0);      // borrows b's guarantee
+  b->Apply(Job("b1", 2, "b"), kT0);  // b takes it back
+  // kT0 = 1970-01-12T13:46:40Z; the grace ends 30 s later.
+  EXPECT_EQ(b->GetJob("b1")->reason,
+            "reclaiming: waiting for 1 victim(s) to drain (a1), the last by 1970-01-12T13:47:10Z");
+  EXPECT_EQ(b->GetJob("a1")->reason, "draining for b1 (reclaim) until 1970-01-12T13:47:10Z at the latest");
+  // The grace ends: a1 is requeued, and may not preempt for 60 s.
+  b->Apply(Tick(), kT0 + 30 * kSec);
+  EXPECT_EQ(b->GetJob("a1")->state, v1::JOB_STATE_QUEUED);
+  EXPECT_EQ(b->GetJob("a1")->reason,
+            "requeued after preemption by b1 at 1970-01-12T13:47:10Z; may preempt again from 1970-01-12T13:48:10Z");
+  // After the backoff it says what blocks it now, not "requeued".
+  b->Apply(Tick(), kT0 + 91 * kSec);
+  EXPECT_EQ(b->GetJob("a1")->reason,
+            "capacity k1 gpu: the job needs 8; k1 has 6 of 8 free; it waits for jobs there to end");
 }
 
 // ---------------------------------------------------------------- bad input

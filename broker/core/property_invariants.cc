@@ -7,6 +7,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "broker/core/reasons.h"
+#include "broker/core/reasons_now.h"
 
 namespace tidegate::core::property {
 
@@ -204,6 +206,16 @@ std::string Checker::CheckState(const std::vector<Quantity>& baseline) {
     std::set_symmetric_difference(listed.begin(), listed.end(), holding_.begin(), holding_.end(),
                                   std::back_inserter(diff));
     return absl::StrCat("events vs ListJobs: holding capacity differs for ", absl::StrJoin(diff, ","));
+  }
+  // Reasons: each starts with a documented code, and a reader's picture of
+  // the core states the same reason for a queued job as the core does.
+  const std::shared_ptr<const WaitPicture> picture = broker_->TakeWaitPicture(nullptr);
+  for (const JobView& j : jobs_) {
+    if (j.state != v1::JOB_STATE_QUEUED && j.state != v1::JOB_STATE_DRAINING) continue;
+    if (ReasonCode(j.reason).empty()) return absl::StrCat("job ", j.id, ": reason '", j.reason, "' has no code");
+    if (j.state != v1::JOB_STATE_QUEUED) continue;
+    const std::string read = picture->Reason(j.id, j.team, j.cluster, j.demand, j.reason);
+    if (read != j.reason) return absl::StrCat("job ", j.id, ": the core says '", j.reason, "', a reader '", read, "'");
   }
   // Accounting.
   std::map<std::string, std::map<std::string, Quantity>> queued;

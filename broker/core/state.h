@@ -143,6 +143,10 @@ struct NodeState {
   // a team none of whose jobs can fit in O(R) (docs/policy.md §4 cost rule).
   std::vector<std::multiset<Quantity>> pending_demand;
   std::set<QueueKey> growable;     // leaf: elastic jobs that may grow, queue order.
+  // leaf: the last cycle found that none of its queued jobs could fit or
+  // choose victims and tried none; their reasons are computed when read
+  // (ReasonNow, reasons.h).
+  bool stuck = false;
 };
 
 // Due work at `at` for one job. Ordered by (time, job id) so that a state

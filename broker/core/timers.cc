@@ -64,6 +64,7 @@ void Decider::RunDue(Time now) {
         Leave(timer.job, /*ended=*/false);
       } else {
         job.parked_stamp = 0;  // its backoff is over: it may choose victims now.
+        s_.NoteQuietChange(job.id);  // its reason no longer names the backoff (ReasonNow).
       }
       any = true;
     }

@@ -45,6 +45,7 @@ grpc::Status CheckJobId(const std::string& field, const std::string& id) {
 void FillJob(const ReadModel& model, const std::string& id, v1::JobInfo* out, bool with_position) {
   if (const v1::JobInfo* j = model.FindJobAny(id)) {
     *out = *j;
+    out->set_reason(model.ReasonNow(*j));
     if (with_position) out->set_queue_position(model.QueuePosition(*j));
   }
 }
@@ -270,6 +271,7 @@ grpc::ServerUnaryReactor* AdmissionServiceImpl::ListJobs(grpc::CallbackServerCon
   for (const auto& j : jobs) {
     v1::JobInfo* out = resp->add_jobs();
     *out = *j;
+    out->set_reason(model->ReasonNow(*j));
     if (auto it = position.find(j->job()); it != position.end()) out->set_queue_position(it->second);
   }
   reactor->Finish(grpc::Status::OK);
@@ -343,12 +345,14 @@ class AdmissionServiceImpl::Waiter : public QueuedWriter<v1::WaitAdmissionRespon
       }
       return;
     }
-    if (!sent_any_ || j->state() != last_.state() || j->reason() != last_.reason() ||
+    const std::string reason = model->ReasonNow(*j);
+    if (!sent_any_ || j->state() != last_.state() || reason != last_.reason() ||
         j->replicas() != last_.replicas()) {
       v1::WaitAdmissionResponse r;
       *r.mutable_job() = *j;
+      r.mutable_job()->set_reason(reason);
       r.mutable_job()->set_queue_position(model->QueuePosition(*j));
-      last_ = *j;
+      last_ = r.job();
       sent_any_ = true;
       Send(std::move(r));
       if (j->state() == v1::JOB_STATE_ADMITTED || Retained(*j)) FinishAfterWrites();

@@ -98,6 +98,7 @@ std::shared_ptr<const ReadModel> ReadModel::Build(const core::Broker& broker, in
   }
   for (int i = 0; i < kShards; ++i) m->shards_[i] = std::make_shared<Shard>(std::move(shards[i]));
   m->RebuildTeams(broker);
+  m->waiting_ = broker.TakeWaitPicture(nullptr);
   return m;
 }
 
@@ -118,6 +119,7 @@ std::shared_ptr<const ReadModel> ReadModel::Update(const ReadModel& prev, const 
   m->seq_ = seq;
   m->now_ms_ = broker.Now();
   if (all_teams) m->RebuildTeams(broker);  // the tree or config may have changed.
+  m->waiting_ = broker.TakeWaitPicture(prev.waiting_.get());  // O(teams), whatever the queues hold.
   std::vector<std::string> teams_to_refresh;
   absl::flat_hash_map<size_t, std::shared_ptr<Shard>> copied;
   for (const auto& id : touched_jobs) {
@@ -205,6 +207,12 @@ std::vector<std::shared_ptr<const v1::JobInfo>> ReadModel::JobsAfter(const std::
   out.reserve(candidates.size());
   for (const auto* job : candidates) out.push_back(*job);
   return out;
+}
+
+std::string ReadModel::ReasonNow(const v1::JobInfo& job) const {
+  if (job.state() != v1::JOB_STATE_QUEUED || !waiting_) return job.reason();
+  core::NamedQuantities demand(job.demand().begin(), job.demand().end());
+  return waiting_->Reason(job.job(), job.team(), job.cluster(), demand, job.reason());
 }
 
 int64_t ReadModel::QueuePosition(const v1::JobInfo& job) const {

@@ -16,6 +16,7 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "broker/core/broker.h"
+#include "broker/core/reasons_now.h"
 #include "tidegate/v1/service.pb.h"
 
 namespace tidegate::service {
@@ -49,6 +50,10 @@ class ReadModel {
   std::vector<std::shared_ptr<const v1::JobInfo>> JobsAfter(const std::string& team, v1::JobState state,
                                                             const std::string& after, size_t limit,
                                                             const std::string& cluster = "") const;
+  // The job's reason with this model's numbers: a queued job of a team
+  // that no cycle tries (none of its jobs can fit) keeps the reason it was
+  // last read with, so its reason is stated here (core::WaitPicture).
+  std::string ReasonNow(const v1::JobInfo& job) const;
   // 1-based position of a queued job in its team's queue (priority, then
   // created_at, then id); 0 when it is not queued.
   int64_t QueuePosition(const v1::JobInfo& job) const;
@@ -68,6 +73,7 @@ class ReadModel {
   std::array<std::shared_ptr<const Shard>, kShards> shards_;
   std::vector<std::shared_ptr<const v1::TeamInfo>> teams_;  // config order
   std::shared_ptr<const absl::flat_hash_map<std::string, int>> team_index_;
+  std::shared_ptr<const core::WaitPicture> waiting_;  // for ReasonNow.
 };
 
 // Conversions from the core's views to the API's messages.
