@@ -10,7 +10,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "broker/sim/json_writer.h"
+#include "api/text/json_writer.h"
 #include "cli/exit_codes.h"
 #include "cli/forecast_online.h"
 #include "cli/text_table.h"
@@ -40,7 +40,7 @@ bool HasColumn(const std::string& text, const std::string& name) {
 // Forecast numbers, rounded for reading: 3 decimals.
 double Round3(double v) { return std::round(v * 1000) / 1000; }
 
-void WriteParams(sim::JsonWriter& w, const forecast::ModelParams& p) {
+void WriteParams(text::JsonWriter& w, const forecast::ModelParams& p) {
   w.BeginObject()
       .Key("alpha").Double(p.alpha)
       .Key("beta").Double(p.beta)
@@ -53,7 +53,7 @@ void WriteParams(sim::JsonWriter& w, const forecast::ModelParams& p) {
 std::string ForecastJson(const ForecastCommandOptions& options, const LoadedSeries& s,
                          const forecast::ForecastResult& r) {
   const forecast::HourlySeries& series = s.csv.series;
-  sim::JsonWriter w;
+  text::JsonWriter w;
   w.BeginObject();
   w.Key("input").String(options.series.input);
   w.Key("column").String(options.series.column);

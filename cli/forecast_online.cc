@@ -8,7 +8,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/time/civil_time.h"
 #include "absl/time/time.h"
-#include "broker/sim/json_writer.h"
+#include "api/text/json_writer.h"
 #include "cli/exit_codes.h"
 #include "cli/text_table.h"
 #include "forecast/svg_plot.h"
@@ -92,7 +92,7 @@ int CallForecastService(
 }
 
 std::string OnlineForecastJson(const v1::ForecastResponse& r) {
-  sim::JsonWriter w;
+  text::JsonWriter w;
   w.BeginObject();
   w.Key("input").String("ledger");
   w.Key("team").String(r.team());

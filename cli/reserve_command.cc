@@ -10,7 +10,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "broker/sim/json_writer.h"
+#include "api/text/json_writer.h"
 #include "cli/exit_codes.h"
 #include "cli/forecast_online.h"
 #include "cli/text_table.h"
@@ -149,7 +149,7 @@ PlanSource SourceOf(const ReserveOptions& options, const forecast::ForecastResul
 
 std::string PlanJson(const PlanSource& source, const ReservationPrices& prices,
                      const ReservationPlan& plan, int horizon) {
-  sim::JsonWriter w;
+  text::JsonWriter w;
   w.BeginObject();
   w.Key("input").String(source.input);
   if (!source.team.empty()) w.Key("team").String(source.team);

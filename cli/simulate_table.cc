@@ -5,6 +5,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "api/text/enum_names.h"
 #include "broker/sim/records.h"
 #include "cli/text_table.h"
 
@@ -47,7 +48,7 @@ std::string DescribeRecord(const core::Event& e, core::Time start_ms) {
       what = absl::StrCat(e.job, " (", e.team, "): for ", e.by, ", ", e.reason);
       break;
     case EventType::kReclaim:
-      what = absl::StrCat(e.job, " (", e.team, "): ", sim::DecisionName(e.decision), ", victims ",
+      what = absl::StrCat(e.job, " (", e.team, "): ", text::DecisionName(e.decision), ", victims ",
                           absl::StrJoin(e.victims, ", "));
       break;
     case EventType::kResize:

@@ -232,10 +232,9 @@ std::string FormatShare(double share) {
 // ---------------------------------------------------------------- enums
 
 std::string StateName(v1::JobState state) {
-  const std::string& full = v1::JobState_Name(state);
-  constexpr std::string_view kPrefix = "JOB_STATE_";
-  if (full.empty()) return absl::StrCat("state ", static_cast<int>(state));
-  return absl::AsciiStrToLower(full.substr(kPrefix.size()));
+  if (state == v1::JOB_STATE_UNSPECIFIED) return "unspecified";
+  if (!v1::JobState_IsValid(state)) return absl::StrCat("state ", static_cast<int>(state));
+  return text::JobStateName(state);
 }
 
 absl::StatusOr<v1::JobState> ParseState(std::string_view flag, std::string_view text) {
@@ -246,13 +245,6 @@ absl::StatusOr<v1::JobState> ParseState(std::string_view flag, std::string_view 
     return Invalid(flag, text, "expected queued, admitted, draining, ended or rejected");
   }
   return state;
-}
-
-std::string DecisionName(v1::Decision decision) {
-  const std::string& full = v1::Decision_Name(decision);
-  constexpr std::string_view kPrefix = "DECISION_";
-  if (full.empty()) return absl::StrCat("DECISION ", static_cast<int>(decision));
-  return full.substr(kPrefix.size());
 }
 
 // ---------------------------------------------------------------- output

@@ -27,6 +27,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "api/text/enum_names.h"
 #include "google/protobuf/map.h"
 #include "tidegate/v1/config.pb.h"
 
@@ -97,7 +98,8 @@ std::string FormatShare(double share);
 
 // ---------------------------------------------------------------- enums
 
-// "queued", "admitted", ...; "unspecified" for 0.
+// "queued", "admitted", ... (text::JobStateName); "unspecified" for 0 and
+// "state <n>" outside the enum, so a newer server's state is not hidden.
 std::string StateName(v1::JobState state);
 
 // Parses a --state value: the short name in any case ("queued") or the full
@@ -105,7 +107,7 @@ std::string StateName(v1::JobState state);
 absl::StatusOr<v1::JobState> ParseState(std::string_view flag, std::string_view text);
 
 // "ADMITTED", "ADMITTED_BORROWING", ..., the names docs/design.md §3 uses.
-std::string DecisionName(v1::Decision decision);
+using text::DecisionName;
 
 // ---------------------------------------------------------------- output
 

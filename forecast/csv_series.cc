@@ -70,6 +70,17 @@ std::vector<std::string> SplitCsvLine(std::string_view line) {
   return cells;
 }
 
+bool CsvLines::Next(std::string_view* line) {
+  if (pos_ > text_.size()) return false;
+  size_t end = text_.find('\n', pos_);
+  if (end == std::string_view::npos) end = text_.size();
+  *line = text_.substr(pos_, end - pos_);
+  pos_ = end + 1;
+  ++line_no_;
+  if (!line->empty() && line->back() == '\r') line->remove_suffix(1);
+  return true;
+}
+
 absl::StatusOr<CsvSeries> ParseCsvSeries(std::string_view text, const CsvSeriesOptions& options) {
   std::vector<std::string> header;
   int time_col = -1;
@@ -80,19 +91,11 @@ absl::StatusOr<CsvSeries> ParseCsvSeries(std::string_view text, const CsvSeriesO
   CsvSeries out;
   std::optional<absl::CivilHour> first_wall;
 
-  int line_no = 0;
-  size_t pos = 0;
-  while (pos <= text.size()) {
-    size_t end = text.find('\n', pos);
-    if (end == std::string_view::npos) end = text.size();
-    std::string_view line = text.substr(pos, end - pos);
-    pos = end + 1;
-    ++line_no;
-    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
-    if (line.empty()) {
-      if (end == text.size()) break;
-      continue;
-    }
+  CsvLines lines(text);
+  std::string_view line;
+  while (lines.Next(&line)) {
+    const int line_no = lines.line_no();
+    if (line.empty()) continue;
     std::vector<std::string> cells = SplitCsvLine(line);
     if (header.empty()) {
       header = std::move(cells);

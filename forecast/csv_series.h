@@ -52,8 +52,27 @@ struct CsvSeries {
 // blank lines and a trailing "\r" are ignored.
 absl::StatusOr<CsvSeries> ParseCsvSeries(std::string_view text, const CsvSeriesOptions& options);
 
-// Splits one CSV line into cells (RFC 4180 quoting). Exposed for tests.
+// Splits one CSV line into cells (RFC 4180 quoting).
 std::vector<std::string> SplitCsvLine(std::string_view line);
+
+// Walks CSV text one line at a time, as every CSV reader here does (usage
+// series, simulator traces, usage imports): lines end at "\n", a trailing
+// "\r" is dropped, numbering starts at 1. Blank lines are returned too (a
+// reader may require its header on line 1); so is the empty text after a
+// final "\n", and the empty text is one blank line.
+class CsvLines {
+ public:
+  explicit CsvLines(std::string_view text) : text_(text) {}
+  // The next line into *line; false after the last.
+  bool Next(std::string_view* line);
+  // The number of the line Next returned last.
+  int line_no() const { return line_no_; }
+
+ private:
+  std::string_view text_;
+  size_t pos_ = 0;
+  int line_no_ = 0;
+};
 
 }  // namespace tidegate::forecast
 

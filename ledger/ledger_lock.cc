@@ -67,4 +67,21 @@ int64_t LedgerLock::size() const {
   return fstat(fd_, &st) == 0 ? static_cast<int64_t>(st.st_size) : 0;
 }
 
+absl::StatusOr<LockedSqliteLedger> OpenLockedSqliteLedger(const std::string& path, const SqliteOptions& options,
+                                                          const std::string& create_flag) {
+  absl::StatusOr<LedgerLock> lock = LedgerLock::Acquire(path, options.create);
+  if (absl::IsNotFound(lock.status())) {
+    return absl::NotFoundError(absl::StrCat(lock.status().message(), "; pass ", create_flag,
+                                            " to create a new ledger there"));
+  }
+  if (!lock.ok()) return lock.status();
+  if (lock->size() == 0 && !options.create) {
+    return absl::FailedPreconditionError(absl::StrCat("ledger ", path, " is empty (0 bytes); pass ", create_flag,
+                                                      " to start a new ledger in it"));
+  }
+  absl::StatusOr<std::unique_ptr<Store>> store = OpenSqliteStore(path, options);
+  if (!store.ok()) return store.status();
+  return LockedSqliteLedger{*std::move(lock), *std::move(store)};
+}
+
 }  // namespace tidegate::ledger

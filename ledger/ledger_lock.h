@@ -16,9 +16,11 @@
 #ifndef TIDEGATE_LEDGER_LEDGER_LOCK_H_
 #define TIDEGATE_LEDGER_LEDGER_LOCK_H_
 
+#include <memory>
 #include <string>
 
 #include "absl/status/statusor.h"
+#include "ledger/store.h"
 
 namespace tidegate::ledger {
 
@@ -49,6 +51,24 @@ class LedgerLock {
   explicit LedgerLock(int fd) : fd_(fd) {}
   int fd_ = -1;
 };
+
+// A SQLite ledger opened for writing under its lock: the lock is declared
+// first, so it is released after the store's connections are closed.
+struct LockedSqliteLedger {
+  LedgerLock lock;
+  std::unique_ptr<Store> store;
+};
+
+// The one way a writer (tidegated, `tidegate ledger import-usage`) opens a
+// SQLite ledger: the file's lock (creating the file when options.create),
+// then the store. `create_flag` is the caller's flag that makes a new ledger;
+// errors name it. Errors: those of LedgerLock::Acquire (NOT_FOUND reads
+// "ledger PATH does not exist; pass FLAG to create a new ledger there"),
+// FAILED_PRECONDITION "ledger PATH is empty (0 bytes); pass FLAG ..." for a
+// 0-byte file without options.create (a truncated or touched file is not a
+// new ledger unless asked), then those of OpenSqliteStore.
+absl::StatusOr<LockedSqliteLedger> OpenLockedSqliteLedger(const std::string& path, const SqliteOptions& options,
+                                                          const std::string& create_flag);
 
 }  // namespace tidegate::ledger
 

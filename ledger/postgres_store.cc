@@ -10,6 +10,7 @@
 #include "ledger/journal_damage.h"
 #include "ledger/postgres_conn.h"
 #include "ledger/postgres_schema.h"
+#include "ledger/sql_store.h"
 
 namespace tidegate::ledger {
 namespace {
@@ -65,41 +66,26 @@ constexpr char kLoans[] =
     "SELECT borrower, lender, resource, day, amount FROM loans WHERE ($1::text = '' OR borrower = $1 OR lender = $1) "
     "AND day >= $2 ORDER BY day, borrower, lender, resource";
 
-#define TIDEGATE_RETURN_IF_ERROR(expr)                 \
-  do {                                                 \
-    if (absl::Status s_ = (expr); !s_.ok()) return s_; \
-  } while (0)
-
 absl::Status Run(PgConnection& db, const char* sql, const PgParams& params = PgParams()) {
   return db.Exec(sql, params).status();
 }
 
-class PostgresStore final : public Store {
+class PostgresStore final : public SqlStore {
  public:
   PostgresStore(std::unique_ptr<PgConnection> db, const PostgresOptions& options)
-      : db_(std::move(db)), options_(options) {}
+      : SqlStore(options.read_only), db_(std::move(db)), options_(options) {}
 
-  absl::Status Commit(const Batch& batch) override {
-    if (options_.read_only) return absl::FailedPreconditionError("ledger store is open read-only");
-    if (batch.journal.empty() && batch.jobs.empty() && batch.usage.empty() && batch.loans.empty() &&
-        !batch.snapshot.has_value()) {
-      return absl::OkStatus();
-    }
-    return db_->InTransaction([&] { return WriteBatch(batch); });
+  absl::Status CommitInTransaction(const Batch& batch) override {
+    return db_->InTransaction([&] {
+      TIDEGATE_RETURN_IF_ERROR(WriteBatch(batch));
+      return CheckFence();
+    });
   }
 
   absl::StatusOr<int64_t> LastSeq() override {
     absl::StatusOr<PgRows> rows = db_->Exec(kLastSeq);
     if (!rows.ok()) return rows.status();
     return rows->Int(0, 0);
-  }
-
-  absl::StatusOr<std::optional<SnapshotRecord>> LatestSnapshot() override { return ReadSnapshot(kLatestSnapshot); }
-  absl::StatusOr<std::optional<SnapshotRecord>> EarliestSnapshot() override {
-    return ReadSnapshot(kEarliestSnapshot);
-  }
-  absl::StatusOr<std::optional<SnapshotRecord>> SnapshotBefore(int64_t seq) override {
-    return ReadSnapshot(kSnapshotBefore, seq);
   }
 
   absl::Status ReadJournal(int64_t after_seq,
@@ -155,72 +141,74 @@ class PostgresStore final : public Store {
   }
 
  private:
-  absl::Status WriteBatch(const Batch& batch) {
-    absl::StatusOr<int64_t> last = LastSeq();
-    if (!last.ok()) return last.status();
-    TIDEGATE_RETURN_IF_ERROR(ValidateBatch(batch, *last));
+  absl::Status InsertJournal(const JournalRecord& r) override {
     const int64_t epoch = options_.fence_epoch.value_or(0);
-    for (const JournalRecord& r : batch.journal) {
-      TIDEGATE_RETURN_IF_ERROR(Run(*db_, kInsertJournal,
-                                   PgParams().Int(r.seq).Int(r.at_ms).Text(r.kind).Bytes(r.payload).Int(r.checksum).Int(epoch)));
-    }
-    for (const JobRow& j : batch.jobs) {
-      TIDEGATE_RETURN_IF_ERROR(Run(*db_, kUpsertJob,
-                                   PgParams()
-                                       .Text(j.job)
-                                       .Text(j.team)
-                                       .Text(j.cluster)
-                                       .Text(j.state)
-                                       .Int(j.created_at_ms)
-                                       .Int(j.admitted_at_ms)
-                                       .Int(j.ended_at_ms)
-                                       .Text(j.reason)
-                                       .Bytes(j.spec)));
-    }
-    for (const UsageRow& u : batch.usage) {
-      TIDEGATE_RETURN_IF_ERROR(Run(*db_, kAddUsage,
-                                   PgParams()
-                                       .Text(u.team)
-                                       .Text(u.resource)
-                                       .Int(u.hour_start_ms)
-                                       .Real(u.used)
-                                       .Real(u.borrowed)
-                                       .Real(u.lent)
-                                       .Real(u.queued)));
-    }
-    for (const LoanRow& l : batch.loans) {
-      TIDEGATE_RETURN_IF_ERROR(
-          Run(*db_, kAddLoan, PgParams().Text(l.borrower).Text(l.lender).Text(l.resource).Text(l.day).Real(l.amount)));
-    }
-    if (batch.snapshot.has_value()) {
-      const SnapshotRecord& s = *batch.snapshot;
-      TIDEGATE_RETURN_IF_ERROR(
-          Run(*db_, kPutSnapshot, PgParams().Int(s.seq).Int(s.at_ms).Bytes(s.payload).Int(SnapshotChecksum(s))));
-      TIDEGATE_RETURN_IF_ERROR(Run(*db_, kPruneSnapshots, PgParams().Int(kLatestSnapshotsKept)));
-    }
-    if (options_.fence_epoch.has_value()) {
-      absl::StatusOr<PgRows> fence = db_->Exec(kCheckFence, PgParams().Int(*options_.fence_epoch));
-      if (!fence.ok()) return fence.status();
-      if (fence->size() == 0) {
-        return absl::FailedPreconditionError(absl::StrCat(
-            "not the leader: the lease of epoch ", *options_.fence_epoch,
-            " expired or another broker took it over; nothing was committed"));
-      }
+    return Run(*db_, kInsertJournal,
+               PgParams().Int(r.seq).Int(r.at_ms).Text(r.kind).Bytes(r.payload).Int(r.checksum).Int(epoch));
+  }
+
+  absl::Status UpsertJob(const JobRow& j) override {
+    return Run(*db_, kUpsertJob,
+               PgParams()
+                   .Text(j.job)
+                   .Text(j.team)
+                   .Text(j.cluster)
+                   .Text(j.state)
+                   .Int(j.created_at_ms)
+                   .Int(j.admitted_at_ms)
+                   .Int(j.ended_at_ms)
+                   .Text(j.reason)
+                   .Bytes(j.spec));
+  }
+
+  absl::Status AddUsage(const UsageRow& u) override {
+    return Run(*db_, kAddUsage,
+               PgParams()
+                   .Text(u.team)
+                   .Text(u.resource)
+                   .Int(u.hour_start_ms)
+                   .Real(u.used)
+                   .Real(u.borrowed)
+                   .Real(u.lent)
+                   .Real(u.queued));
+  }
+
+  absl::Status AddLoan(const LoanRow& l) override {
+    return Run(*db_, kAddLoan, PgParams().Text(l.borrower).Text(l.lender).Text(l.resource).Text(l.day).Real(l.amount));
+  }
+
+  absl::Status PutSnapshot(const SnapshotRecord& s, uint32_t checksum) override {
+    return Run(*db_, kPutSnapshot, PgParams().Int(s.seq).Int(s.at_ms).Bytes(s.payload).Int(checksum));
+  }
+
+  absl::Status PruneSnapshots(int kept) override { return Run(*db_, kPruneSnapshots, PgParams().Int(kept)); }
+
+  // A leader's commit lands only while its lease is still the current one.
+  absl::Status CheckFence() {
+    if (!options_.fence_epoch.has_value()) return absl::OkStatus();
+    absl::StatusOr<PgRows> fence = db_->Exec(kCheckFence, PgParams().Int(*options_.fence_epoch));
+    if (!fence.ok()) return fence.status();
+    if (fence->size() == 0) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "not the leader: the lease of epoch ", *options_.fence_epoch,
+          " expired or another broker took it over; nothing was committed"));
     }
     return absl::OkStatus();
   }
 
-  absl::StatusOr<std::optional<SnapshotRecord>> ReadSnapshot(const char* sql, std::optional<int64_t> bound = std::nullopt) {
+  absl::StatusOr<std::optional<SnapshotRecord>> ReadSnapshot(SnapshotQuery which,
+                                                             std::optional<int64_t> bound) override {
+    const char* sql = which == SnapshotQuery::kLatest     ? kLatestSnapshot
+                      : which == SnapshotQuery::kEarliest ? kEarliestSnapshot
+                                                          : kSnapshotBefore;
     PgParams params;
     if (bound.has_value()) params.Int(*bound);
     absl::StatusOr<PgRows> rows = db_->Exec(sql, params);
     if (!rows.ok()) return rows.status();
     if (rows->size() == 0) return std::nullopt;
-    SnapshotRecord snapshot{rows->Int(0, 0), rows->Int(0, 1), rows->Bytes(0, 2)};
-    if (!rows->IsNull(0, 3)) {
-      TIDEGATE_RETURN_IF_ERROR(CheckStoredSnapshot(snapshot, static_cast<uint32_t>(rows->Int(0, 3))));
-    }
-    return snapshot;
+    return CheckedSnapshot(SnapshotRecord{rows->Int(0, 0), rows->Int(0, 1), rows->Bytes(0, 2)},
+                           rows->IsNull(0, 3) ? std::nullopt
+                                              : std::optional<uint32_t>(static_cast<uint32_t>(rows->Int(0, 3))));
   }
 
   static JobRow ReadJob(const PgRows& rows, int i) {

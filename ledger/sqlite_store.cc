@@ -16,6 +16,7 @@
 #include "ledger/batch_rules.h"
 #include "ledger/journal_damage.h"
 #include "ledger/sqlite_schema.h"
+#include "ledger/sql_store.h"
 #include "ledger/sqlite_util.h"
 #include "ledger/store.h"
 
@@ -90,10 +91,6 @@ constexpr char kLoansOfTeam[] =
     "SELECT borrower, lender, resource, day, amount FROM loans "
     "WHERE (borrower = ?1 OR lender = ?1) AND day >= ?2 ORDER BY day, borrower, lender, resource";
 
-#define TIDEGATE_RETURN_IF_ERROR(expr)                 \
-  do {                                                 \
-    if (absl::Status s_ = (expr); !s_.ok()) return s_; \
-  } while (0)
 #define TIDEGATE_ASSIGN_STMT(var, cache, sql)            \
   absl::StatusOr<Statement> var##_or = (cache).Get(sql); \
   if (!var##_or.ok()) return var##_or.status();          \
@@ -101,17 +98,11 @@ constexpr char kLoansOfTeam[] =
 
 using Connection = std::unique_ptr<sqlite3, int (*)(sqlite3*)>;
 
-class SqliteStore final : public Store {
+class SqliteStore final : public SqlStore {
  public:
-  SqliteStore(Connection db, bool read_only)
-      : connection_(std::move(db)), db_(connection_.get()), read_only_(read_only), cache_(db_) {}
+  SqliteStore(Connection db, bool read_only) : SqlStore(read_only), connection_(std::move(db)), db_(connection_.get()), cache_(db_) {}
 
-  absl::Status Commit(const Batch& batch) override {
-    if (read_only_) return absl::FailedPreconditionError("ledger store is open read-only");
-    if (batch.journal.empty() && batch.jobs.empty() && batch.usage.empty() && batch.loans.empty() &&
-        !batch.snapshot.has_value()) {
-      return absl::OkStatus();
-    }
+  absl::Status CommitInTransaction(const Batch& batch) override {
     TIDEGATE_RETURN_IF_ERROR(Run(kBegin));
     absl::Status status = WriteBatch(batch);
     if (status.ok()) status = Run(kCommit);
@@ -131,16 +122,6 @@ class SqliteStore final : public Store {
     absl::StatusOr<bool> row = stmt.Step();
     if (!row.ok()) return row.status();
     return stmt.Int(0);
-  }
-
-  absl::StatusOr<std::optional<SnapshotRecord>> LatestSnapshot() override {
-    return ReadSnapshot(kLatestSnapshot);
-  }
-  absl::StatusOr<std::optional<SnapshotRecord>> EarliestSnapshot() override {
-    return ReadSnapshot(kEarliestSnapshot);
-  }
-  absl::StatusOr<std::optional<SnapshotRecord>> SnapshotBefore(int64_t seq) override {
-    return ReadSnapshot(kSnapshotBefore, seq);
   }
 
   absl::Status ReadJournal(int64_t after_seq,
@@ -224,81 +205,79 @@ class SqliteStore final : public Store {
     return stmt.Run();
   }
 
-  // Inside the transaction: validate against the committed journal, then write.
-  absl::Status WriteBatch(const Batch& batch) {
-    absl::StatusOr<int64_t> last = LastSeq();
-    if (!last.ok()) return last.status();
-    TIDEGATE_RETURN_IF_ERROR(ValidateBatch(batch, *last));
-    for (const JournalRecord& record : batch.journal) {
-      TIDEGATE_ASSIGN_STMT(stmt, cache_, kInsertJournal);
-      stmt.BindInt(1, record.seq);
-      stmt.BindInt(2, record.at_ms);
-      stmt.BindText(3, record.kind);
-      stmt.BindBlob(4, record.payload);
-      stmt.BindInt(5, record.checksum);
-      TIDEGATE_RETURN_IF_ERROR(stmt.Run());
-    }
-    for (const JobRow& job : batch.jobs) {
-      TIDEGATE_ASSIGN_STMT(stmt, cache_, kUpsertJob);
-      stmt.BindText(1, job.job);
-      stmt.BindText(2, job.team);
-      stmt.BindText(3, job.cluster);
-      stmt.BindText(4, job.state);
-      stmt.BindInt(5, job.created_at_ms);
-      stmt.BindInt(6, job.admitted_at_ms);
-      stmt.BindInt(7, job.ended_at_ms);
-      stmt.BindText(8, job.reason);
-      stmt.BindBlob(9, job.spec);
-      TIDEGATE_RETURN_IF_ERROR(stmt.Run());
-    }
-    for (const UsageRow& row : batch.usage) {
-      TIDEGATE_ASSIGN_STMT(stmt, cache_, kAddUsage);
-      stmt.BindText(1, row.team);
-      stmt.BindText(2, row.resource);
-      stmt.BindInt(3, row.hour_start_ms);
-      stmt.BindReal(4, row.used);
-      stmt.BindReal(5, row.borrowed);
-      stmt.BindReal(6, row.lent);
-      stmt.BindReal(7, row.queued);
-      TIDEGATE_RETURN_IF_ERROR(stmt.Run());
-    }
-    for (const LoanRow& row : batch.loans) {
-      TIDEGATE_ASSIGN_STMT(stmt, cache_, kAddLoan);
-      stmt.BindText(1, row.borrower);
-      stmt.BindText(2, row.lender);
-      stmt.BindText(3, row.resource);
-      stmt.BindText(4, row.day);
-      stmt.BindReal(5, row.amount);
-      TIDEGATE_RETURN_IF_ERROR(stmt.Run());
-    }
-    if (batch.snapshot.has_value()) {
-      {
-        TIDEGATE_ASSIGN_STMT(stmt, cache_, kPutSnapshot);
-        stmt.BindInt(1, batch.snapshot->seq);
-        stmt.BindInt(2, batch.snapshot->at_ms);
-        stmt.BindBlob(3, batch.snapshot->payload);
-        stmt.BindInt(4, SnapshotChecksum(*batch.snapshot));
-        TIDEGATE_RETURN_IF_ERROR(stmt.Run());
-      }
-      TIDEGATE_ASSIGN_STMT(prune, cache_, kPruneSnapshots);
-      prune.BindInt(1, kLatestSnapshotsKept);
-      TIDEGATE_RETURN_IF_ERROR(prune.Run());
-    }
-    return absl::OkStatus();
+  absl::Status InsertJournal(const JournalRecord& record) override {
+    TIDEGATE_ASSIGN_STMT(stmt, cache_, kInsertJournal);
+    stmt.BindInt(1, record.seq);
+    stmt.BindInt(2, record.at_ms);
+    stmt.BindText(3, record.kind);
+    stmt.BindBlob(4, record.payload);
+    stmt.BindInt(5, record.checksum);
+    return stmt.Run();
   }
 
-  absl::StatusOr<std::optional<SnapshotRecord>> ReadSnapshot(const char* sql,
-                                                             std::optional<int64_t> bound = std::nullopt) {
+  absl::Status UpsertJob(const JobRow& job) override {
+    TIDEGATE_ASSIGN_STMT(stmt, cache_, kUpsertJob);
+    stmt.BindText(1, job.job);
+    stmt.BindText(2, job.team);
+    stmt.BindText(3, job.cluster);
+    stmt.BindText(4, job.state);
+    stmt.BindInt(5, job.created_at_ms);
+    stmt.BindInt(6, job.admitted_at_ms);
+    stmt.BindInt(7, job.ended_at_ms);
+    stmt.BindText(8, job.reason);
+    stmt.BindBlob(9, job.spec);
+    return stmt.Run();
+  }
+
+  absl::Status AddUsage(const UsageRow& row) override {
+    TIDEGATE_ASSIGN_STMT(stmt, cache_, kAddUsage);
+    stmt.BindText(1, row.team);
+    stmt.BindText(2, row.resource);
+    stmt.BindInt(3, row.hour_start_ms);
+    stmt.BindReal(4, row.used);
+    stmt.BindReal(5, row.borrowed);
+    stmt.BindReal(6, row.lent);
+    stmt.BindReal(7, row.queued);
+    return stmt.Run();
+  }
+
+  absl::Status AddLoan(const LoanRow& row) override {
+    TIDEGATE_ASSIGN_STMT(stmt, cache_, kAddLoan);
+    stmt.BindText(1, row.borrower);
+    stmt.BindText(2, row.lender);
+    stmt.BindText(3, row.resource);
+    stmt.BindText(4, row.day);
+    stmt.BindReal(5, row.amount);
+    return stmt.Run();
+  }
+
+  absl::Status PutSnapshot(const SnapshotRecord& snapshot, uint32_t checksum) override {
+    TIDEGATE_ASSIGN_STMT(stmt, cache_, kPutSnapshot);
+    stmt.BindInt(1, snapshot.seq);
+    stmt.BindInt(2, snapshot.at_ms);
+    stmt.BindBlob(3, snapshot.payload);
+    stmt.BindInt(4, checksum);
+    return stmt.Run();
+  }
+
+  absl::Status PruneSnapshots(int kept) override {
+    TIDEGATE_ASSIGN_STMT(prune, cache_, kPruneSnapshots);
+    prune.BindInt(1, kept);
+    return prune.Run();
+  }
+
+  absl::StatusOr<std::optional<SnapshotRecord>> ReadSnapshot(SnapshotQuery which,
+                                                             std::optional<int64_t> bound) override {
+    const char* sql = which == SnapshotQuery::kLatest     ? kLatestSnapshot
+                      : which == SnapshotQuery::kEarliest ? kEarliestSnapshot
+                                                          : kSnapshotBefore;
     TIDEGATE_ASSIGN_STMT(stmt, cache_, sql);
     if (bound.has_value()) stmt.BindInt(1, *bound);
     absl::StatusOr<bool> row = stmt.Step();
     if (!row.ok()) return row.status();
     if (!*row) return std::nullopt;
-    SnapshotRecord snapshot{stmt.Int(0), stmt.Int(1), stmt.Blob(2)};
-    if (!stmt.IsNull(3)) {
-      TIDEGATE_RETURN_IF_ERROR(CheckStoredSnapshot(snapshot, static_cast<uint32_t>(stmt.Int(3))));
-    }
-    return snapshot;
+    return CheckedSnapshot(SnapshotRecord{stmt.Int(0), stmt.Int(1), stmt.Blob(2)},
+                           stmt.IsNull(3) ? std::nullopt : std::optional<uint32_t>(static_cast<uint32_t>(stmt.Int(3))));
   }
 
   static JobRow ReadJob(const Statement& stmt) {
@@ -309,7 +288,6 @@ class SqliteStore final : public Store {
   // Declared before cache_ so the statements are finalized before the close.
   Connection connection_;
   sqlite3* const db_;
-  const bool read_only_;
   StatementCache cache_;
   std::optional<AckedSeqFile> acked_;
 };

@@ -8,6 +8,7 @@
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "api/text/enum_names.h"
 #include "broker/http/html.h"
 
 namespace tidegate::http {
@@ -21,17 +22,6 @@ std::string Version(const std::string& html) {
 
 std::string TeamLink(const std::string& team) {
   return absl::StrCat("<a href=\"/team?name=", UrlEncode(team), "\">", HtmlEscape(team), "</a>");
-}
-
-const char* StateName(v1::JobState s) {
-  switch (s) {
-    case v1::JOB_STATE_QUEUED: return "queued";
-    case v1::JOB_STATE_ADMITTED: return "admitted";
-    case v1::JOB_STATE_DRAINING: return "draining";
-    case v1::JOB_STATE_ENDED: return "ended";
-    case v1::JOB_STATE_REJECTED: return "rejected";
-    default: return "unknown";
-  }
 }
 
 std::string Demand(const google::protobuf::Map<std::string, int64_t>& demand) {
@@ -166,8 +156,8 @@ LivePart TeamLive(const service::ReadModel& model, const v1::TeamInfo& team, con
                       "<th>Why it waits</th></tr></thead><tbody>\n");
       for (const auto& j : jobs) {
         const int64_t position = model.QueuePosition(*j);
-        absl::StrAppend(&html, "<tr data-job=\"", HtmlEscape(j->job()), "\" class=\"", StateName(j->state()),
-                        "\"><td>", HtmlEscape(j->job()), "</td><td>", StateName(j->state()),
+        absl::StrAppend(&html, "<tr data-job=\"", HtmlEscape(j->job()), "\" class=\"", text::JobStateName(j->state()),
+                        "\"><td>", HtmlEscape(j->job()), "</td><td>", text::JobStateName(j->state()),
                         j->borrowing() ? " (borrowing)" : "", "</td><td class=\"n\">", j->replicas(), "</td><td>",
                         Demand(j->demand()), "</td><td class=\"n\">", j->priority(), "</td><td>",
                         UtcTime(j->created_at_ms()), "</td><td>", UtcTime(j->admitted_at_ms()),

@@ -7,10 +7,11 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
+#include "api/text/enum_names.h"
+#include "broker/ledger_ops/recovery.h"
 #include "broker/service/auth_origin.h"
 #include "broker/service/config_diff.h"
 #include "broker/service/leader_tail.h"
-#include "broker/service/recovery.h"
 #include "google/protobuf/util/message_differencer.h"
 #include "spdlog/spdlog.h"
 
@@ -57,17 +58,6 @@ void CommandJobs(const v1::Command& c, std::vector<std::string>* out) {
   if (c.has_vacate()) out->push_back(c.vacate());
   if (c.has_adopt()) {
     for (const auto& j : c.adopt().jobs()) out->push_back(j.job());
-  }
-}
-
-const char* StateName(v1::JobState s) {
-  switch (s) {
-    case v1::JOB_STATE_QUEUED: return "queued";
-    case v1::JOB_STATE_ADMITTED: return "admitted";
-    case v1::JOB_STATE_DRAINING: return "draining";
-    case v1::JOB_STATE_ENDED: return "ended";
-    case v1::JOB_STATE_REJECTED: return "rejected";
-    default: return "unknown";
   }
 }
 
@@ -118,9 +108,9 @@ CoreLoop::CoreLoop(std::unique_ptr<core::Broker> broker, std::unique_ptr<ledger:
 absl::StatusOr<std::unique_ptr<CoreLoop>> CoreLoop::Open(const v1::Config& config,
                                                          std::unique_ptr<ledger::Store> store, Clock* clock,
                                                          CoreLoopOptions options, bool init,
-                                                         std::optional<RecoveredCore> warm) {
-  absl::StatusOr<RecoveredCore> recovered =
-      warm.has_value() ? absl::StatusOr<RecoveredCore>(*std::move(warm)) : RecoverCore(*store);
+                                                         std::optional<ledger_ops::RecoveredCore> warm) {
+  absl::StatusOr<ledger_ops::RecoveredCore> recovered =
+      warm.has_value() ? absl::StatusOr<ledger_ops::RecoveredCore>(*std::move(warm)) : ledger_ops::RecoverCore(*store);
   if (warm.has_value() && recovered.ok()) {
     if (absl::Status s = CatchUpCore(*recovered, *store); !s.ok()) recovered = s;
   }
@@ -420,7 +410,7 @@ void CoreLoop::ApplyBatch(std::vector<Pending> batch) {
       row.job = id;
       row.team = view->team;
       row.cluster = view->cluster;
-      row.state = StateName(view->state);
+      row.state = text::JobStateName(view->state);
       row.created_at_ms = view->created_at;
       row.admitted_at_ms = std::max<core::Time>(0, view->admitted_at);
       row.reason = view->reason;
@@ -530,7 +520,7 @@ void CoreLoop::CommitFailed(const absl::Status& failure, std::vector<Pending> ba
 }
 
 bool CoreLoop::ReloadCore() {
-  absl::StatusOr<RecoveredCore> recovered = RecoverCore(*store_);
+  absl::StatusOr<ledger_ops::RecoveredCore> recovered = ledger_ops::RecoverCore(*store_);
   if (!recovered.ok()) {
     spdlog::error("ledger: cannot reload the core from the ledger (will retry): {}", recovered.status().ToString());
     return false;

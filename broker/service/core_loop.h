@@ -33,7 +33,7 @@
 #include "broker/core/broker.h"
 #include "broker/service/clock.h"
 #include "broker/service/read_model.h"
-#include "broker/service/recovery.h"
+#include "broker/ledger_ops/recovery.h"
 #include "ledger/accounting.h"
 #include "ledger/store.h"
 #include "tidegate/v1/config.pb.h"
@@ -98,7 +98,7 @@ class CoreLoop {
   // caught up with the journal's tail instead of recovered from scratch.
   static absl::StatusOr<std::unique_ptr<CoreLoop>> Open(const v1::Config& config, std::unique_ptr<ledger::Store> store,
                                                         Clock* clock, CoreLoopOptions options, bool init,
-                                                        std::optional<RecoveredCore> warm = std::nullopt);
+                                                        std::optional<ledger_ops::RecoveredCore> warm = std::nullopt);
   ~CoreLoop();  // Stop()s.
 
   void Start();

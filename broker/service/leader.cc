@@ -33,38 +33,23 @@ std::string HolderName() {
 std::optional<LedgerWriter> OpenSqliteWriter(const ServerOptions& options, int* exit_code) {
   // One broker per ledger file, whatever path names it (ledger/ledger_lock.h).
   // Held until RunServer returns, after every connection to the file closed.
-  auto lock = ledger::LedgerLock::Acquire(options.db_path, options.init);
-  if (!lock.ok()) {
-    std::cerr << "tidegated: " << lock.status().message();
-    if (absl::IsNotFound(lock.status())) std::cerr << "; pass --init to create a new ledger there";
-    std::cerr << "\n";
-    *exit_code = 1;
-    return std::nullopt;
-  }
-  const bool new_ledger = lock->size() == 0;
-  if (new_ledger && !options.init) {
-    std::cerr << "tidegated: ledger " << options.db_path
-              << " is empty (0 bytes); pass --init to start a new ledger in it\n";
-    *exit_code = 1;
-    return std::nullopt;
-  }
-  if (lock->links() > 1) {
-    spdlog::warn("ledger {} has {} hard links: SQLite names its WAL after the path, so open it by one path only",
-                 options.db_path, lock->links());
-  }
   ledger::SqliteOptions sqlite;
   sqlite.synchronous_full = options.sync_full;
   sqlite.create = options.init;
   sqlite.init = options.init;
-  auto store = ledger::OpenSqliteStore(options.db_path, sqlite);
-  if (!store.ok()) {
-    std::cerr << "tidegated: " << store.status().message() << "\n";
+  auto opened = ledger::OpenLockedSqliteLedger(options.db_path, sqlite, "--init");
+  if (!opened.ok()) {
+    std::cerr << "tidegated: " << opened.status().message() << "\n";
     *exit_code = 1;
     return std::nullopt;
   }
+  if (opened->lock.links() > 1) {
+    spdlog::warn("ledger {} has {} hard links: SQLite names its WAL after the path, so open it by one path only",
+                 options.db_path, opened->lock.links());
+  }
   LedgerWriter out;
-  out.lock.emplace(*std::move(lock));
-  out.store = *std::move(store);
+  out.lock.emplace(std::move(opened->lock));
+  out.store = std::move(opened->store);
   return out;
 }
 
@@ -245,8 +230,8 @@ std::optional<LedgerWriter> OpenLedgerWriter(const ServerOptions& options,
         writer_options.fence_epoch = **epoch;
         writer_options.idle_transaction_timeout_ms = ttl_ms;
         auto writer = ledger::OpenPostgresStore(db, writer_options);
-        absl::StatusOr<std::optional<RecoveredCore>> warm =
-            writer.ok() ? tail.TakeOver(**writer) : absl::StatusOr<std::optional<RecoveredCore>>(writer.status());
+        absl::StatusOr<std::optional<ledger_ops::RecoveredCore>> warm =
+            writer.ok() ? tail.TakeOver(**writer) : absl::StatusOr<std::optional<ledger_ops::RecoveredCore>>(writer.status());
         if (!warm.ok()) {
           std::cerr << "tidegated: taking over as leader: " << warm.status().message() << "\n";
           *exit_code = 1;

@@ -29,7 +29,7 @@
 #include <string>
 #include <thread>
 
-#include "broker/service/recovery.h"
+#include "broker/ledger_ops/recovery.h"
 #include "broker/service/server.h"
 #include "grpcpp/grpcpp.h"
 #include "ledger/ledger_lock.h"
@@ -68,7 +68,7 @@ class LeaseKeeper {
 struct LedgerWriter {
   std::optional<ledger::LedgerLock> lock;       // SQLite: held until the broker exits
   std::unique_ptr<ledger::Store> store;
-  std::optional<RecoveredCore> warm;             // PostgreSQL: the standby's core, caught up
+  std::optional<ledger_ops::RecoveredCore> warm;             // PostgreSQL: the standby's core, caught up
   std::unique_ptr<LeaseKeeper> leadership;       // PostgreSQL: renews while the broker leads
 };
 

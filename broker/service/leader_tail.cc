@@ -7,7 +7,7 @@
 
 namespace tidegate::service {
 
-absl::Status CatchUpCore(RecoveredCore& core, ledger::Store& store) {
+absl::Status CatchUpCore(ledger_ops::RecoveredCore& core, ledger::Store& store) {
   return store.ReadJournal(core.seq, [&](const ledger::JournalRecord& rec) -> absl::Status {
     v1::Command command;
     if (!command.ParseFromString(rec.payload)) {
@@ -22,7 +22,7 @@ absl::Status CatchUpCore(RecoveredCore& core, ledger::Store& store) {
 
 absl::Status JournalTail::Poll(ledger::Store& store) {
   if (!core_.has_value()) {
-    absl::StatusOr<RecoveredCore> recovered = RecoverCore(store);
+    absl::StatusOr<ledger_ops::RecoveredCore> recovered = ledger_ops::RecoverCore(store);
     if (absl::IsNotFound(recovered.status())) return absl::OkStatus();
     if (!recovered.ok()) return recovered.status();
     core_ = *std::move(recovered);
@@ -35,7 +35,7 @@ absl::Status JournalTail::Poll(ledger::Store& store) {
   return absl::OkStatus();
 }
 
-absl::StatusOr<std::optional<RecoveredCore>> JournalTail::TakeOver(ledger::Store& store) {
+absl::StatusOr<std::optional<ledger_ops::RecoveredCore>> JournalTail::TakeOver(ledger::Store& store) {
   absl::Status polled = Poll(store);
   if (!polled.ok()) return polled;
   absl::StatusOr<int64_t> last = store.LastSeq();
@@ -46,7 +46,7 @@ absl::StatusOr<std::optional<RecoveredCore>> JournalTail::TakeOver(ledger::Store
         " committed: acknowledged commits are missing (did the database fail over to a replica that missed "
         "them?); not taking over"));
   }
-  std::optional<RecoveredCore> out = std::move(core_);
+  std::optional<ledger_ops::RecoveredCore> out = std::move(core_);
   core_.reset();
   return out;
 }

@@ -18,7 +18,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "broker/service/recovery.h"
+#include "broker/ledger_ops/recovery.h"
 #include "ledger/store.h"
 
 namespace tidegate::service {
@@ -26,7 +26,7 @@ namespace tidegate::service {
 // Applies the journal entries after `core.seq` to `core` (the tail of
 // RecoverCore). DATA_LOSS when an entry does not parse or the journal is
 // damaged, as RecoverCore.
-absl::Status CatchUpCore(RecoveredCore& core, ledger::Store& store);
+absl::Status CatchUpCore(ledger_ops::RecoveredCore& core, ledger::Store& store);
 
 class JournalTail {
  public:
@@ -35,11 +35,11 @@ class JournalTail {
   absl::Status Poll(ledger::Store& store);
   // The warm core for the new leader, after a last Poll; DATA_LOSS when the
   // journal ends before a seq this standby saw. nullopt: no state yet.
-  absl::StatusOr<std::optional<RecoveredCore>> TakeOver(ledger::Store& store);
+  absl::StatusOr<std::optional<ledger_ops::RecoveredCore>> TakeOver(ledger::Store& store);
   int64_t seen_seq() const { return seen_seq_; }
 
  private:
-  std::optional<RecoveredCore> core_;
+  std::optional<ledger_ops::RecoveredCore> core_;
   int64_t seen_seq_ = 0;
 };
 

@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "api/text/enum_names.h"
 
 namespace tidegate::sim {
 namespace {
@@ -23,7 +24,7 @@ std::string Subject(const v1::Expectation& e) {
 
 // "state admitted, replicas 6, borrowing true"
 std::string Wanted(const v1::Expectation& e) {
-  std::string out = absl::StrCat("state ", JobStateName(e.state()));
+  std::string out = absl::StrCat("state ", text::JobStateName(e.state()));
   if (e.has_replicas()) absl::StrAppend(&out, ", replicas ", e.replicas());
   if (e.has_borrowing()) absl::StrAppend(&out, ", borrowing ", BoolName(e.borrowing()));
   return out;
@@ -70,8 +71,8 @@ ExpectationResult CheckJobExpectation(const v1::Expectation& e, int index,
   }
   std::vector<std::string> diffs;
   if (status->state != e.state()) {
-    diffs.push_back(absl::StrCat("expected state ", JobStateName(e.state()), ", got ",
-                                 JobStateName(status->state)));
+    diffs.push_back(absl::StrCat("expected state ", text::JobStateName(e.state()), ", got ",
+                                 text::JobStateName(status->state)));
   }
   if (e.has_replicas() && status->replicas != e.replicas()) {
     diffs.push_back(

@@ -4,17 +4,6 @@
 
 namespace tidegate::sim {
 
-const char* JobStateName(v1::JobState state) {
-  switch (state) {
-    case v1::JOB_STATE_QUEUED: return "queued";
-    case v1::JOB_STATE_ADMITTED: return "admitted";
-    case v1::JOB_STATE_DRAINING: return "draining";
-    case v1::JOB_STATE_ENDED: return "ended";
-    case v1::JOB_STATE_REJECTED: return "rejected";
-    default: return "unknown";
-  }
-}
-
 JobStatus& JobStates::Get(const std::string& job) {
   auto [it, inserted] = jobs_.try_emplace(job);
   if (inserted) ++counts_[v1::JOB_STATE_UNSPECIFIED];

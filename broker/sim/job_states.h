@@ -31,9 +31,6 @@ struct JobStatus {
   bool borrowing = false;  // of the latest admit or resize.
 };
 
-// "queued", "admitted", "draining", "ended", "rejected"; "unknown" otherwise.
-const char* JobStateName(v1::JobState state);
-
 class JobStates {
  public:
   // Updates the job named by `event` (see the table above).

@@ -2,10 +2,13 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
-#include "broker/sim/json_writer.h"
+#include "api/text/enum_names.h"
+#include "api/text/json_writer.h"
 
 namespace tidegate::sim {
 namespace {
+
+using text::JsonWriter;
 
 void WriteSeconds(JsonWriter& w, core::Time ms) {
   if (ms % 1000 == 0) {
@@ -37,13 +40,6 @@ std::string FormatSeconds(core::Time ms) {
   return w.Take();
 }
 
-std::string DecisionName(v1::Decision decision) {
-  std::string name = v1::Decision_Name(decision);
-  constexpr absl::string_view kPrefix = "DECISION_";
-  if (absl::StartsWith(name, kPrefix)) name.erase(0, kPrefix.size());
-  return name;
-}
-
 std::string RecordJson(const core::Event& e, core::Time start_ms) {
   using core::EventType;
   JsonWriter w;
@@ -72,7 +68,7 @@ std::string RecordJson(const core::Event& e, core::Time start_ms) {
       break;
     case EventType::kReclaim:
       w.Key("team").String(e.team);
-      w.Key("decision").String(DecisionName(e.decision));
+      w.Key("decision").String(text::DecisionName(e.decision));
       w.Key("victims").BeginArray();
       for (const std::string& victim : e.victims) w.String(victim);
       w.EndArray();

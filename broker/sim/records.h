@@ -35,9 +35,6 @@ std::string SummaryJson(const Summary& summary);
 // "130" or "130.5": `ms` milliseconds as seconds.
 std::string FormatSeconds(core::Time ms);
 
-// "RECLAIMING" for DECISION_RECLAIMING, etc.
-std::string DecisionName(v1::Decision decision);
-
 }  // namespace tidegate::sim
 
 #endif  // TIDEGATE_BROKER_SIM_RECORDS_H_

@@ -8,7 +8,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_split.h"
+#include "forecast/csv_series.h"
 
 namespace tidegate::sim {
 namespace {
@@ -39,21 +39,16 @@ absl::StatusOr<double> ParseNumber(absl::string_view cell, absl::string_view fie
 
 absl::StatusOr<Trace> ParseTrace(std::string_view text_in, std::string_view path_in) {
   // Abseil here is built with its own string_view type.
-  const absl::string_view text(text_in.data(), text_in.size());
   const absl::string_view path(path_in.data(), path_in.size());
   const absl::string_view header(kTraceHeader.data(), kTraceHeader.size());
   Trace trace;
   trace.path = std::string(path);
-  int line_no = 0;
   bool header_seen = false;
-  size_t pos = 0;
-  while (pos <= text.size()) {
-    size_t end = text.find('\n', pos);
-    if (end == absl::string_view::npos) end = text.size();
-    absl::string_view line = text.substr(pos, end - pos);
-    pos = end + 1;
-    ++line_no;
-    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+  forecast::CsvLines lines(text_in);
+  std::string_view text_line;
+  while (lines.Next(&text_line)) {
+    const int line_no = lines.line_no();
+    absl::string_view line(text_line.data(), text_line.size());
     if (!header_seen) {
       if (line_no == 1 && line.substr(0, 3) == "\xEF\xBB\xBF") line.remove_prefix(3);
       if (line != header) {
@@ -65,7 +60,7 @@ absl::StatusOr<Trace> ParseTrace(std::string_view text_in, std::string_view path
       continue;
     }
     if (line.empty()) continue;
-    std::vector<absl::string_view> cells = absl::StrSplit(line, ',');
+    const std::vector<std::string> cells = forecast::SplitCsvLine(text_line);
     if (static_cast<int>(cells.size()) != kColumns) {
       return RowError(path, line_no,
                       absl::StrCat("expected ", kColumns, " columns (", header, "), got ",

@@ -1,7 +1,8 @@
-// A tiny deterministic JSON writer for the simulator's JSON-lines output
-// (docs/design.md §9). Same calls => byte-identical text: no locale, no
-// platform-dependent float formatting (doubles use std::to_chars' shortest
-// round-trip form), keys in the order they are written.
+// A tiny deterministic JSON writer: the simulator's JSON-lines output
+// (docs/design.md §9) and the forecast commands' `-o json`. Same calls =>
+// byte-identical text: no locale, no platform-dependent float formatting
+// (doubles use std::to_chars' shortest round-trip form), keys in the order
+// they are written.
 //
 // Usage:
 //   JsonWriter w;
@@ -12,15 +13,15 @@
 // mistake is a programming error, not input to report).
 //
 // Threading: a value type; not thread-safe.
-#ifndef TIDEGATE_BROKER_SIM_JSON_WRITER_H_
-#define TIDEGATE_BROKER_SIM_JSON_WRITER_H_
+#ifndef TIDEGATE_API_TEXT_JSON_WRITER_H_
+#define TIDEGATE_API_TEXT_JSON_WRITER_H_
 
 #include <cstdint>
 #include <string>
 #include <string_view>
 #include <vector>
 
-namespace tidegate::sim {
+namespace tidegate::text {
 
 class JsonWriter {
  public:
@@ -59,6 +60,6 @@ void AppendJsonString(std::string_view value, std::string* out);
 // Appends the shortest round-trip decimal form of `value` (see Double above).
 void AppendJsonDouble(double value, std::string* out);
 
-}  // namespace tidegate::sim
+}  // namespace tidegate::text
 
-#endif  // TIDEGATE_BROKER_SIM_JSON_WRITER_H_
+#endif  // TIDEGATE_API_TEXT_JSON_WRITER_H_

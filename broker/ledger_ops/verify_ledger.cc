@@ -1,15 +1,19 @@
-#include "broker/service/verify.h"
+#include "broker/ledger_ops/verify_ledger.h"
 
 #include <map>
 
 #include "absl/strings/str_cat.h"
+#include "api/text/enum_names.h"
 #include "broker/core/broker.h"
+#include "broker/ledger_ops/recovery.h"
 #include "google/protobuf/util/message_differencer.h"
-#include "broker/service/recovery.h"
+#include "ledger/acked_seq.h"
 #include "ledger/journal_damage.h"
+#include "ledger/postgres_conn.h"
+#include "ledger/postgres_store.h"
 #include "ledger/verify.h"
 
-namespace tidegate::service {
+namespace tidegate::ledger_ops {
 namespace {
 
 absl::StatusOr<std::unique_ptr<core::Broker>> RestoreSnapshot(const ledger::SnapshotRecord& snap) {
@@ -31,15 +35,6 @@ absl::Status ApplyEntry(core::Broker& broker, int64_t after, const ledger::Journ
   broker.Apply(command, rec.at_ms);
   ++*entries;
   return absl::OkStatus();
-}
-
-std::string StateName(v1::JobState s) {
-  switch (s) {
-    case v1::JOB_STATE_QUEUED: return "queued";
-    case v1::JOB_STATE_ADMITTED: return "admitted";
-    case v1::JOB_STATE_DRAINING: return "draining";
-    default: return "unknown";
-  }
 }
 
 }  // namespace
@@ -108,9 +103,9 @@ absl::StatusOr<VerifyReport> VerifyLedger(ledger::Store& store) {
     auto it = table.find(id);
     if (it == table.end()) {
       report.problems.push_back(absl::StrCat("jobs table: job ", id, " is missing"));
-    } else if (it->second->state != StateName(j->state())) {
+    } else if (it->second->state != text::JobStateName(j->state())) {
       report.problems.push_back(absl::StrCat("jobs table: job ", id, " is '", it->second->state, "', the core says '",
-                                             StateName(j->state()), "'"));
+                                             text::JobStateName(j->state()), "'"));
     }
   }
   for (const auto& [id, row] : table) {
@@ -122,4 +117,29 @@ absl::StatusOr<VerifyReport> VerifyLedger(ledger::Store& store) {
   return report;
 }
 
-}  // namespace tidegate::service
+absl::Status CheckAcknowledgedHistory(const std::string& db, ledger::Store& store, VerifyReport& report) {
+  if (ledger::IsPostgresLedger(db)) {
+    // Brokers sharing a PostgreSQL ledger: a deposed leader's commit after
+    // a newer leader's would show as an epoch going back (postgres_store.h).
+    auto epochs = ledger::ReadJournalEpochs(db);
+    if (!epochs.ok()) return epochs.status();
+    for (size_t i = 1; i < epochs->size(); ++i) {
+      if ((*epochs)[i].second < (*epochs)[i - 1].second) {
+        report.problems.push_back(absl::StrCat("journal seq ", (*epochs)[i].first, " was written under lease epoch ",
+                                               (*epochs)[i].second, ", after seq ", (*epochs)[i - 1].first,
+                                               " under epoch ", (*epochs)[i - 1].second,
+                                               ": a deposed leader committed"));
+      }
+    }
+    return absl::OkStatus();
+  }
+  // Commits the journal lost with its WAL leave no trace inside the file.
+  auto acked = ledger::ReadAckedSeq(db);
+  auto last = store.LastSeq();
+  if (acked.ok() && acked->has_value() && last.ok() && **acked > *last) {
+    report.problems.push_back(ledger::JournalBehindRecord(db, *last, **acked));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace tidegate::ledger_ops

@@ -3,8 +3,8 @@
 // and must return to exactly what was acknowledged (docs/operations.md).
 //
 // Threading: uses the store it is given; call from the store's one thread.
-#ifndef TIDEGATE_BROKER_SERVICE_RECOVERY_H_
-#define TIDEGATE_BROKER_SERVICE_RECOVERY_H_
+#ifndef TIDEGATE_BROKER_LEDGER_OPS_RECOVERY_H_
+#define TIDEGATE_BROKER_LEDGER_OPS_RECOVERY_H_
 
 #include <cstdint>
 #include <memory>
@@ -15,7 +15,7 @@
 #include "broker/core/broker.h"
 #include "ledger/store.h"
 
-namespace tidegate::service {
+namespace tidegate::ledger_ops {
 
 struct RecoveredCore {
   std::unique_ptr<core::Broker> broker;
@@ -37,6 +37,6 @@ struct RecoveredCore {
 // (the status names the seq).
 absl::StatusOr<RecoveredCore> RecoverCore(ledger::Store& store);
 
-}  // namespace tidegate::service
+}  // namespace tidegate::ledger_ops
 
-#endif  // TIDEGATE_BROKER_SERVICE_RECOVERY_H_
+#endif  // TIDEGATE_BROKER_LEDGER_OPS_RECOVERY_H_

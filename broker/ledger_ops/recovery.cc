@@ -1,4 +1,4 @@
-#include "broker/service/recovery.h"
+#include "broker/ledger_ops/recovery.h"
 
 #include <optional>
 #include <utility>
@@ -7,7 +7,7 @@
 #include "ledger/journal_damage.h"
 #include "tidegate/v1/config.pb.h"
 
-namespace tidegate::service {
+namespace tidegate::ledger_ops {
 namespace {
 
 // The cross-check of a snapshot with the journal: the entry at its seq
@@ -111,4 +111,4 @@ absl::StatusOr<RecoveredCore> RecoverCore(ledger::Store& store) {
   return out;
 }
 
-}  // namespace tidegate::service
+}  // namespace tidegate::ledger_ops

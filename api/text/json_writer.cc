@@ -1,10 +1,10 @@
-#include "broker/sim/json_writer.h"
+#include "api/text/json_writer.h"
 
 #include <charconv>
 #include <cmath>
 #include <system_error>
 
-namespace tidegate::sim {
+namespace tidegate::text {
 
 void AppendJsonString(std::string_view value, std::string* out) {
   static constexpr char kHex[] = "0123456789abcdef";
@@ -126,4 +126,4 @@ JsonWriter& JsonWriter::Null() {
   return *this;
 }
 
-}  // namespace tidegate::sim
+}  // namespace tidegate::text

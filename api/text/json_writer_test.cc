@@ -1,10 +1,10 @@
-#include "broker/sim/json_writer.h"
+#include "api/text/json_writer.h"
 
 #include <limits>
 
 #include "gtest/gtest.h"
 
-namespace tidegate::sim {
+namespace tidegate::text {
 namespace {
 
 TEST(JsonWriterTest, WritesMembersInTheOrderGivenWithCommas) {
@@ -62,4 +62,4 @@ TEST(JsonWriterTest, IntsCoverTheWholeRange) {
 }
 
 }  // namespace
-}  // namespace tidegate::sim
+}  // namespace tidegate::text
