@@ -46,5 +46,6 @@ pid=$!
 for _ in $(seq 100); do grep -q "listening on [^ ]*$" "$dir/out" && break; sleep 0.1; done
 addr=$(sed -n 's/^tidegated listening on \([^ ]*\)$/\1/p' "$dir/out" | tail -n 1)
 [ -n "$addr" ] || { cat "$dir/err"; exit 1; }
+echo "tidegated RSS before: $(ps -o rss= -p "$pid") KiB"
 build/bin/tidegate-loadgen --server "$addr" --clients "$clients" --seconds "$seconds" "${client[@]}" "${@:3}"
 echo "tidegated RSS: $(ps -o rss= -p "$pid") KiB"
