@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <functional>
 
+#include "absl/base/call_once.h"
 #include "broker/service/read_model_teams.h"
 
 namespace tidegate::service {
@@ -84,10 +85,16 @@ v1::DecisionRecord ToRecord(const core::Event& e) {
   return r;
 }
 
+struct ReadModel::FilledTeams {
+  absl::once_flag once;
+  std::vector<TeamFigures> figures;  // parallel to the teams
+};
+
 size_t ReadModel::ShardOf(const std::string& id) { return std::hash<std::string>{}(id) % kShards; }
 
 std::shared_ptr<const ReadModel> ReadModel::Build(const core::Broker& broker, int64_t seq) {
   auto m = std::make_shared<ReadModel>();
+  m->filled_ = std::make_shared<FilledTeams>();
   m->seq_ = seq;
   m->now_ms_ = broker.Now();
   std::vector<Shard> shards(kShards);
@@ -256,22 +263,33 @@ const v1::TeamInfo* ReadModel::FindTeam(const std::string& name) const {
   return it == team_index_->end() ? nullptr : &TeamAt(it->second);
 }
 
-const std::vector<v1::TeamInfo>& ReadModel::Filled() const {
+const ReadModel::FilledTeams& ReadModel::Filled() const {
   absl::call_once(filled_->once, [this] {
-    std::vector<v1::TeamInfo>& out = filled_->teams;
-    out.reserve(team_count_);
-    for (size_t i = 0; i < team_count_; ++i) out.push_back(TeamAt(i));
-    FillTeamFigures(*config_, &out);
+    std::vector<const v1::TeamInfo*> teams;
+    teams.reserve(team_count_);
+    for (size_t i = 0; i < team_count_; ++i) teams.push_back(&TeamAt(i));
+    filled_->figures = ComputeTeamFigures(*config_, teams);
   });
-  return filled_->teams;
+  return *filled_;
 }
 
-std::vector<v1::TeamInfo> ReadModel::Teams() const { return Filled(); }
+std::vector<v1::TeamInfo> ReadModel::Teams() const {
+  const FilledTeams& filled = Filled();
+  std::vector<v1::TeamInfo> out;
+  out.reserve(team_count_);
+  for (size_t i = 0; i < team_count_; ++i) {
+    out.push_back(TeamAt(i));
+    ApplyTeamFigures(filled.figures[i], &out.back());
+  }
+  return out;
+}
 
 std::optional<v1::TeamInfo> ReadModel::TeamWithFigures(const std::string& name) const {
   auto it = team_index_->find(name);
   if (it == team_index_->end()) return std::nullopt;
-  return Filled()[it->second];
+  v1::TeamInfo team = TeamAt(it->second);
+  ApplyTeamFigures(Filled().figures[it->second], &team);
+  return team;
 }
 
 }  // namespace tidegate::service

@@ -19,7 +19,6 @@
 #include <string>
 #include <vector>
 
-#include "absl/base/call_once.h"
 #include "absl/container/flat_hash_map.h"
 #include "broker/core/broker.h"
 #include "tidegate/v1/service.pb.h"
@@ -72,16 +71,14 @@ class ReadModel {
  private:
   using Page = std::array<std::shared_ptr<const Shard>, kShardsPerPage>;
   using TeamChunk = std::vector<std::shared_ptr<const v1::TeamInfo>>;
-  // Teams() of this model, filled on first use (any reader thread).
-  struct FilledTeams {
-    absl::once_flag once;
-    std::vector<v1::TeamInfo> teams;
-  };
+  // The team figures of this model (read_model_teams.h), computed on first
+  // use (any reader thread).
+  struct FilledTeams;
 
   static size_t ShardOf(const std::string& id);
   const Shard& ShardAt(size_t s) const { return *(*pages_[s / kShardsPerPage])[s % kShardsPerPage]; }
   const v1::TeamInfo& TeamAt(size_t i) const { return *(*team_chunks_[i / kTeamsPerChunk])[i % kTeamsPerChunk]; }
-  const std::vector<v1::TeamInfo>& Filled() const;
+  const FilledTeams& Filled() const;
   // Re-reads the config and every team from the broker.
   void RebuildTeams(const core::Broker& broker);
   int64_t seq_ = 0;
@@ -91,7 +88,7 @@ class ReadModel {
   std::vector<std::shared_ptr<const TeamChunk>> team_chunks_;  // config order, kTeamsPerChunk a chunk
   size_t team_count_ = 0;
   std::shared_ptr<const absl::flat_hash_map<std::string, int>> team_index_;
-  std::shared_ptr<FilledTeams> filled_ = std::make_shared<FilledTeams>();  // never shared between models
+  std::shared_ptr<FilledTeams> filled_;  // never shared between models
 };
 
 // Conversions from the core's views to the API's messages.
