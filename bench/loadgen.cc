@@ -2,7 +2,12 @@
 // concurrent clients on the callback API keep one call each in flight; first
 // a no-op RPC (DiagnosticsService.Ping) for the same time as the ceiling, then
 // a mix of Admit / Release / GetTeam. Reports calls/s, decisions/s and p50/p99
-// latency for both, and decisions as a share of the no-op rate.
+// latency for both, and decisions as a share of the no-op rate. The longest
+// call (max_ms) is the probe for stalls of the writer, e.g. a snapshot
+// written on it: `--admit 100 --release 0` keeps every job, so a long run
+// fills the broker (snapshots every 10,000 journal entries) and the RSS
+// growth over `decisions` is the memory per job (bench/run-loadgen.sh
+// prints the broker's RSS before and after).
 //
 //   tidegate-loadgen --server 127.0.0.1:50051 --clients 32 --seconds 10 \
 //       --teams t0,t1,t2,t3 [-o json]
@@ -374,10 +379,11 @@ int main(int argc, char** argv) {
   if (o.output == "json") {
     std::printf(
         "{\"clients\":%d,\"seconds\":%.1f,\"noop_per_s\":%.0f,\"noop_p50_ms\":%.3f,\"noop_p99_ms\":%.3f,"
-        "\"calls_per_s\":%.0f,\"decisions_per_s\":%.0f,\"p50_ms\":%.3f,\"p99_ms\":%.3f,\"errors\":%lld,"
-        "\"calls_vs_noop\":%.3f}\n",
+        "\"calls_per_s\":%.0f,\"decisions_per_s\":%.0f,\"p50_ms\":%.3f,\"p99_ms\":%.3f,\"max_ms\":%.3f,"
+        "\"decisions\":%lld,\"errors\":%lld,\"calls_vs_noop\":%.3f}\n",
         o.clients, o.seconds, noop_rate, Percentile(noop.total.latency_ms, 50), Percentile(noop.total.latency_ms, 99),
         call_rate, decision_rate, Percentile(mix.total.latency_ms, 50), Percentile(mix.total.latency_ms, 99),
+        Percentile(mix.total.latency_ms, 100), static_cast<long long>(mix.total.decisions),
         static_cast<long long>(mix.total.errors + noop.total.errors), call_rate / noop_rate);
   } else {
     std::printf("clients %d, %.1f s per phase\n", o.clients, o.seconds);
@@ -386,6 +392,8 @@ int main(int argc, char** argv) {
     std::printf("admit/release/get: %8.0f calls/s   %.0f decisions/s   p50 %.2f ms  p99 %.2f ms  (%.0f%% of no-op)\n",
                 call_rate, decision_rate, Percentile(mix.total.latency_ms, 50), Percentile(mix.total.latency_ms, 99),
                 100 * call_rate / noop_rate);
+    std::printf("longest call: %.1f ms; decisions: %lld\n", Percentile(mix.total.latency_ms, 100),
+                static_cast<long long>(mix.total.decisions));
     std::printf("errors: %lld\n", static_cast<long long>(mix.total.errors + noop.total.errors));
   }
   return (mix.total.errors + noop.total.errors) == 0 ? 0 : 1;

@@ -105,7 +105,7 @@ class Accountant {
   void Accumulate(int64_t from_ms, int64_t to_ms);
 
   std::optional<int64_t> held_since_ms_;
-  std::map<TeamKey, TeamRates> teams_;
+  std::vector<std::pair<TeamKey, TeamRates>> teams_;  // one per (team, resource) observed
   std::map<LoanKey, double> loans_;
   // Accumulated resource-milliseconds (exact for integer rates), converted
   // to seconds by TakeRows.

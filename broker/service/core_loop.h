@@ -14,21 +14,27 @@
 // Threading: Submit, Published and Stop are thread-safe; the core and the
 // Store are touched only by the loop's own thread; `done` callbacks and the
 // publish hook run on the responder thread.
+//
+// The implementation is split by concept: core_loop.cc (the queue, the
+// threads, answering), core_loop_batch.cc (one batch: apply, journal, job
+// rows, commit, publish, the commit-failure path, snapshots),
+// core_loop_accounting.cc (usage and loan rows).
 #ifndef TIDEGATE_BROKER_SERVICE_CORE_LOOP_H_
 #define TIDEGATE_BROKER_SERVICE_CORE_LOOP_H_
 
 #include <atomic>
-#include <condition_variable>
 #include <deque>
 #include <functional>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "absl/base/thread_annotations.h"
+#include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
+#include "absl/synchronization/mutex.h"
 #include "absl/status/statusor.h"
 #include "broker/core/broker.h"
 #include "broker/service/clock.h"
@@ -172,11 +178,18 @@ class CoreLoop {
   absl::Status Snapshot();
   std::vector<core::Event> DryRunEvents(const v1::Command& command, core::Time now) const;
   void Publish(const std::vector<core::Event>& events, const std::vector<std::string>& touched);
-  // Observes every leaf team's usage at `now`; with take_rows, moves the
+
+  // Usage and loans: observes the leaves of `changed_teams` (every team when
+  // null or after a config change) at `now`; with take_rows, moves the
   // accumulated hourly usage and loans into the batch.
   void Account(core::Time now, bool take_rows, std::vector<ledger::UsageRow>* usage,
-               std::vector<ledger::LoanRow>* loans);
+               std::vector<ledger::LoanRow>* loans, const std::vector<std::string>* changed_teams = nullptr);
+  // Re-reads every team into observed_ (after a config change or a reload).
+  void ObserveAllTeams();
+  // Adds the usage and loan rows of refused batches to `out`, merged by key.
+  void AddUnwrittenRows(ledger::Batch* out) const;
 
+  // Loop thread only (and Open, before the threads start).
   std::unique_ptr<core::Broker> broker_;
   std::unique_ptr<ledger::Store> store_;
   Clock* clock_;
@@ -187,34 +200,40 @@ class CoreLoop {
   core::Time last_tick_ = 0;
   ledger::Accountant accountant_;
   std::vector<std::string> accounting_problems_;  // the latest reported
+  // The tree as last observed, and where each leaf's rows are in it, so a
+  // batch re-reads only the teams its jobs are in, not every team.
+  ledger::Observation observed_;
+  absl::flat_hash_map<std::string, std::vector<size_t>> observed_leaf_rows_;
+  bool observed_valid_ = false;
   std::function<void(const PublishedChange&)> publish_hook_;
   std::function<void(const absl::Status&)> health_hook_;
   std::function<void(const BatchStats&)> batch_observer_;
   std::atomic<int64_t> last_wake_ms_{0};
-  // Loop thread only: the core holds a batch the ledger refused; when to
-  // try the ledger again; usage rows of refused batches, for the next commit.
+  // The core holds a batch the ledger refused; when to try the ledger again;
+  // usage rows of refused batches, for the next commit.
   bool core_dirty_ = false;
   core::Time retry_commit_at_ = 0;
   std::vector<ledger::UsageRow> unwritten_usage_;
   std::vector<ledger::LoanRow> unwritten_loans_;
 
-  mutable std::mutex mu_;
-  std::condition_variable wake_;
-  std::deque<Pending> queue_;  // guarded by mu_
-  bool stopping_ = false;      // guarded by mu_
-  std::shared_ptr<const ReadModel> published_;  // guarded by mu_
-  absl::Status ledger_health_;                  // guarded by mu_
+  mutable absl::Mutex mu_;
+  std::deque<Pending> queue_ ABSL_GUARDED_BY(mu_);
+  bool stopping_ ABSL_GUARDED_BY(mu_) = false;
+  std::shared_ptr<const ReadModel> published_ ABSL_GUARDED_BY(mu_);
+  absl::Status ledger_health_ ABSL_GUARDED_BY(mu_);
   std::thread thread_;
 
   // Answers wait here for the responder thread (see Respond()).
-  void Respond();
-  void AnswerNow();  // before Start(): run queued answers on the caller's thread.
-  std::mutex answers_mu_;
-  std::condition_variable answers_cv_;
-  std::deque<std::pair<Done, absl::StatusOr<Applied>>> answers_;  // guarded by answers_mu_
-  bool answers_hook_pending_ = false;              // guarded by answers_mu_
-  PublishedChange answers_change_;                 // guarded by answers_mu_
-  bool answers_done_ = false;                      // guarded by answers_mu_
+  void Respond() ABSL_LOCKS_EXCLUDED(answers_mu_);
+  void AnswerNow() ABSL_LOCKS_EXCLUDED(answers_mu_);  // before Start(): run queued answers on the caller's thread.
+  // Queues answers (and the jobs whose streams to wake) for the responder.
+  void QueueAnswers(std::vector<std::pair<Done, absl::StatusOr<Applied>>> answers,
+                    const std::vector<std::string>* changed_jobs) ABSL_LOCKS_EXCLUDED(answers_mu_);
+  absl::Mutex answers_mu_;
+  std::deque<std::pair<Done, absl::StatusOr<Applied>>> answers_ ABSL_GUARDED_BY(answers_mu_);
+  bool answers_hook_pending_ ABSL_GUARDED_BY(answers_mu_) = false;
+  PublishedChange answers_change_ ABSL_GUARDED_BY(answers_mu_);
+  bool answers_done_ ABSL_GUARDED_BY(answers_mu_) = false;
   std::thread responder_;
 };
 

@@ -1,14 +1,19 @@
-// The single writer's bounds against hostile clients (docs/limits.md), on an
-// in-memory ledger and a fake clock: what is journalled, what is refused.
+// The single writer as a unit, on an in-memory ledger and a fake clock: its
+// bounds against hostile clients (docs/limits.md: what is journalled, what is
+// refused), group commit and batching, a failing commit, the published read
+// model, and the usage it accounts.
 #include "broker/service/core_loop.h"
 
 #include <future>
+#include <map>
+#include <mutex>
 #include <string>
 #include <vector>
 
 #include "gmock/gmock.h"
 #include "google/protobuf/text_format.h"
 #include "gtest/gtest.h"
+#include "broker/service/failing_store_for_tests.h"
 
 namespace tidegate::service {
 namespace {
@@ -30,10 +35,11 @@ v1::Command Submit(const std::string& id, const std::string& team, int64_t gpus)
 
 class CoreLoopTest : public ::testing::Test {
  protected:
-  void Open(CoreLoopOptions options = {}, bool start = true) {
+  void Open(CoreLoopOptions options = {}, bool start = true, const char* config_text = kConfig,
+            std::unique_ptr<ledger::Store> store = ledger::NewMemoryStore()) {
     v1::Config config;
-    ASSERT_TRUE(google::protobuf::TextFormat::ParseFromString(kConfig, &config));
-    auto loop = CoreLoop::Open(config, ledger::NewMemoryStore(), &clock_, options, /*init=*/true);
+    ASSERT_TRUE(google::protobuf::TextFormat::ParseFromString(config_text, &config));
+    auto loop = CoreLoop::Open(config, std::move(store), &clock_, options, /*init=*/true);
     ASSERT_TRUE(loop.ok()) << loop.status();
     loop_ = *std::move(loop);
     if (start) loop_->Start();
@@ -43,6 +49,24 @@ class CoreLoopTest : public ::testing::Test {
     auto future = answer.get_future();
     loop_->Submit(std::move(command), [&answer](absl::StatusOr<Applied> a) { answer.set_value(std::move(a)); });
     return future.get();
+  }
+  // Queues `command`; its answer arrives in the returned future.
+  std::future<absl::StatusOr<Applied>> Queue(v1::Command command) {
+    auto answer = std::make_shared<std::promise<absl::StatusOr<Applied>>>();
+    auto future = answer->get_future();
+    loop_->Submit(std::move(command), [answer](absl::StatusOr<Applied> a) { answer->set_value(std::move(a)); });
+    return future;
+  }
+  // Records the size and outcome of every batch (set before Start()).
+  void ObserveBatches() {
+    loop_->SetBatchObserver([this](const BatchStats& stats) {
+      std::lock_guard<std::mutex> lock(batches_mu_);
+      batches_.push_back({stats.commands, stats.committed});
+    });
+  }
+  std::vector<std::pair<int64_t, bool>> Batches() {
+    std::lock_guard<std::mutex> lock(batches_mu_);
+    return batches_;
   }
   // The journal's commands, in order.
   std::vector<v1::Command> Journal() {
@@ -64,7 +88,10 @@ class CoreLoopTest : public ::testing::Test {
   }
 
   FakeClock clock_{1'000'000};
-  std::unique_ptr<CoreLoop> loop_;
+  std::unique_ptr<ledger::Store> memory_ = ledger::NewMemoryStore();  // outlives loop_
+  std::mutex batches_mu_;
+  std::vector<std::pair<int64_t, bool>> batches_;  // commands, committed
+  std::unique_ptr<CoreLoop> loop_;  // last: its threads use the members above until it stops
 };
 
 TEST_F(CoreLoopTest, RejectedSubmitsAreAnsweredWithTheCoreReasonButNotJournalled) {
@@ -192,6 +219,142 @@ TEST_F(CoreLoopTest, AStreamOfRejectsDoesNotHoldBackTimeDrivenWork) {
   const auto journal = Journal();
   ASSERT_EQ(static_cast<int64_t>(journal.size()), seq + 1);
   EXPECT_TRUE(journal.back().has_tick());
+}
+
+v1::Command Finish(const std::string& id) {
+  v1::Command c;
+  c.set_finish(id);
+  return c;
+}
+
+// Commands that wait for the writer together are journalled in one commit
+// and answered from one published model.
+TEST_F(CoreLoopTest, CommandsQueuedTogetherGoToTheLedgerInOneCommit) {
+  Open({}, /*start=*/false);
+  ObserveBatches();
+  std::vector<std::future<absl::StatusOr<Applied>>> answers;
+  for (int i = 0; i < 5; ++i) answers.push_back(Queue(Submit("g" + std::to_string(i), "research", 1)));
+  loop_->Start();
+  std::vector<std::shared_ptr<const ReadModel>> models;
+  for (auto& f : answers) {
+    auto a = f.get();
+    ASSERT_TRUE(a.ok()) << a.status();
+    models.push_back(a->model);
+  }
+  EXPECT_EQ(Batches(), (std::vector<std::pair<int64_t, bool>>{{5, true}}));
+  EXPECT_EQ(Journal().size(), 5u);
+  for (const auto& m : models) {
+    EXPECT_EQ(m, models[0]);  // one model for the batch, holding all of it
+    EXPECT_EQ(m->seq(), 5);
+  }
+  for (int i = 0; i < 5; ++i) EXPECT_NE(models[0]->FindJob("g" + std::to_string(i)), nullptr);
+}
+
+TEST_F(CoreLoopTest, ABatchTakesAtMostMaxBatchCommands) {
+  CoreLoopOptions options;
+  options.max_batch = 2;
+  Open(options, /*start=*/false);
+  ObserveBatches();
+  std::vector<std::future<absl::StatusOr<Applied>>> answers;
+  for (int i = 0; i < 5; ++i) answers.push_back(Queue(Submit("b" + std::to_string(i), "research", 1)));
+  loop_->Start();
+  for (auto& f : answers) ASSERT_TRUE(f.get().ok());
+  EXPECT_EQ(Batches(), (std::vector<std::pair<int64_t, bool>>{{2, true}, {2, true}, {1, true}}));
+  EXPECT_EQ(loop_->last_seq(), 5);
+}
+
+// A failed commit refuses the whole batch: nothing of it is acknowledged,
+// published or kept; after the retry delay the ledger is tried again.
+TEST_F(CoreLoopTest, AFailingCommitRefusesItsWholeBatchAndPublishesNothing) {
+  auto failing = std::make_unique<FailingStore>(memory_.get());
+  FailingStore* store = failing.get();
+  Open({}, /*start=*/false, kConfig, std::move(failing));
+  ObserveBatches();
+  store->Fail(absl::ResourceExhaustedError("disk full"));
+  std::vector<std::future<absl::StatusOr<Applied>>> answers;
+  for (int i = 0; i < 3; ++i) answers.push_back(Queue(Submit("f" + std::to_string(i), "research", 1)));
+  loop_->Start();
+  for (auto& f : answers) {
+    auto a = f.get();
+    EXPECT_EQ(a.status().code(), absl::StatusCode::kUnavailable);
+    EXPECT_THAT(a.status().message(), HasSubstr("disk full"));
+  }
+  EXPECT_EQ(Batches(), (std::vector<std::pair<int64_t, bool>>{{3, false}}));
+  EXPECT_EQ(loop_->Published()->seq(), 0);
+  for (int i = 0; i < 3; ++i) EXPECT_EQ(loop_->Published()->FindJobAny("f" + std::to_string(i)), nullptr);
+  EXPECT_FALSE(loop_->LedgerHealth().ok());
+  store->Heal();
+  clock_.Advance(loop_->options().retry_commit_after_ms);
+  auto again = Run(Submit("f0", "research", 1));
+  ASSERT_TRUE(again.ok()) << again.status();
+  EXPECT_TRUE(Has(*again, core::EventType::kAdmit));
+  EXPECT_TRUE(loop_->LedgerHealth().ok());
+  EXPECT_EQ(Journal().size(), 1u);  // only the retried command
+}
+
+// Readers hold the model of their choice: a later batch publishes a new one
+// and leaves the earlier ones as they were.
+TEST_F(CoreLoopTest, EachBatchPublishesANewModelAndEarlierModelsStayAsTheyWere) {
+  Open();
+  const auto empty = loop_->Published();
+  auto admitted = Run(Submit("m1", "research", 2));
+  ASSERT_TRUE(admitted.ok());
+  const auto first = loop_->Published();
+  EXPECT_EQ(admitted->model, first);
+  EXPECT_EQ(first->seq(), loop_->last_seq());
+  ASSERT_NE(first->FindJob("m1"), nullptr);
+  EXPECT_EQ(first->FindJob("m1")->state(), v1::JOB_STATE_ADMITTED);
+  EXPECT_EQ(first->TeamWithFigures("research")->resources(0).used(), 2);
+  ASSERT_TRUE(Run(Finish("m1")).ok());
+  const auto second = loop_->Published();
+  EXPECT_GT(second->seq(), first->seq());
+  EXPECT_EQ(second->FindJob("m1"), nullptr);  // ended: retained, not live
+  ASSERT_NE(second->FindJobAny("m1"), nullptr);
+  EXPECT_EQ(second->FindJobAny("m1")->state(), v1::JOB_STATE_ENDED);
+  EXPECT_EQ(second->TeamWithFigures("research")->resources(0).used(), 0);
+  // The earlier models are unchanged.
+  EXPECT_EQ(empty->FindJobAny("m1"), nullptr);
+  EXPECT_EQ(first->FindJob("m1")->state(), v1::JOB_STATE_ADMITTED);
+  EXPECT_EQ(first->TeamWithFigures("research")->resources(0).used(), 2);
+}
+
+constexpr char kTwoTeams[] = R"pb(
+  clusters { name: "a" capacity { key: "gpu" value: 16 } }
+  teams { name: "research" quota { key: "gpu" value { guaranteed: 8 } } }
+  teams { name: "training" quota { key: "gpu" value { guaranteed: 8 } } }
+  teams { name: "idle" quota { key: "gpu" value { guaranteed: 0 } } }
+)pb";
+
+// Usage rows in GPU-seconds per team: the writer re-reads only the teams of
+// each batch's jobs, so a team that a batch does not touch must keep being
+// counted at its last usage.
+std::map<std::string, double> UsedSeconds(ledger::Store& store) {
+  auto rows = store.Usage("", 0);
+  EXPECT_TRUE(rows.ok());
+  std::map<std::string, double> out;
+  for (const auto& r : *rows) out[r.team] += r.used;
+  return out;
+}
+
+TEST_F(CoreLoopTest, UsageCountsEveryTeamThroughBatchesThatTouchOnlyOthers) {
+  CoreLoopOptions options;
+  options.accounting_every_ms = 0;  // rows with every batch
+  Open(options, /*start=*/true, kTwoTeams);
+  ASSERT_TRUE(Run(Submit("r1", "research", 2)).ok());  // research: 2 GPUs from t0
+  clock_.Advance(1000);
+  ASSERT_TRUE(Run(Submit("t1", "training", 4)).ok());  // training: 4 from t0+1 s
+  clock_.Advance(1000);
+  ASSERT_TRUE(Run(Submit("t2", "training", 1)).ok());  // training: 5 from t0+2 s
+  clock_.Advance(2000);
+  ASSERT_TRUE(Run(Finish("r1")).ok());  // research: 0 from t0+4 s
+  clock_.Advance(1000);
+  ASSERT_TRUE(Run(Finish("t1")).ok());  // training: 1 from t0+5 s
+  clock_.Advance(1000);
+  ASSERT_TRUE(Run(Finish("t2")).ok());  // training: 0 from t0+6 s
+  const auto used = UsedSeconds(loop_->store_for_tests());
+  EXPECT_DOUBLE_EQ(used.at("research"), 2 * 4.0);
+  EXPECT_DOUBLE_EQ(used.at("training"), 4 * 1.0 + 5 * 3.0 + 1 * 1.0);
+  EXPECT_EQ(used.count("idle"), 0u);
 }
 
 }  // namespace

@@ -24,13 +24,10 @@ std::string Day(int64_t ms) {
 grpc::ServerUnaryReactor* QuotaServiceImpl::GetTeam(grpc::CallbackServerContext* ctx, const v1::GetTeamRequest* req,
                                                     v1::TeamInfo* resp) {
   auto* reactor = ctx->DefaultReactor();
-  auto model = loop_->Published();
-  for (auto& t : model->Teams()) {
-    if (t.name() == req->team()) {
-      *resp = std::move(t);
-      reactor->Finish(grpc::Status::OK);
-      return reactor;
-    }
+  if (auto team = loop_->Published()->TeamWithFigures(req->team())) {
+    *resp = *std::move(team);
+    reactor->Finish(grpc::Status::OK);
+    return reactor;
   }
   reactor->Finish(NotFound(absl::StrCat("team '", req->team(), "' is not a team")));
   return reactor;

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <functional>
 
+#include "absl/base/call_once.h"
 #include "broker/service/read_model_teams.h"
 
 namespace tidegate::service {
@@ -84,19 +85,31 @@ v1::DecisionRecord ToRecord(const core::Event& e) {
   return r;
 }
 
+struct ReadModel::FilledTeams {
+  absl::once_flag once;
+  std::vector<TeamFigures> figures;  // parallel to the teams
+};
+
 size_t ReadModel::ShardOf(const std::string& id) { return std::hash<std::string>{}(id) % kShards; }
 
 std::shared_ptr<const ReadModel> ReadModel::Build(const core::Broker& broker, int64_t seq) {
   auto m = std::make_shared<ReadModel>();
+  m->filled_ = std::make_shared<FilledTeams>();
   m->seq_ = seq;
   m->now_ms_ = broker.Now();
-  std::array<Shard, kShards> shards;
+  std::vector<Shard> shards(kShards);
   for (const auto& list : {broker.ListJobs(), broker.ListEndedJobs()}) {
     for (const core::JobView& v : list) {
       shards[ShardOf(v.id)][v.id] = std::make_shared<v1::JobInfo>(ToJobInfo(v, nullptr));
     }
   }
-  for (int i = 0; i < kShards; ++i) m->shards_[i] = std::make_shared<Shard>(std::move(shards[i]));
+  for (int p = 0; p < kPages; ++p) {
+    auto page = std::make_shared<Page>();
+    for (int i = 0; i < kShardsPerPage; ++i) {
+      (*page)[i] = std::make_shared<Shard>(std::move(shards[p * kShardsPerPage + i]));
+    }
+    m->pages_[p] = std::move(page);
+  }
   m->RebuildTeams(broker);
   m->waiting_ = broker.TakeWaitPicture(nullptr);
   return m;
@@ -104,28 +117,39 @@ std::shared_ptr<const ReadModel> ReadModel::Build(const core::Broker& broker, in
 
 void ReadModel::RebuildTeams(const core::Broker& broker) {
   config_ = std::make_shared<v1::Config>(broker.Config());
-  teams_.clear();
+  team_chunks_.clear();
   auto index = std::make_shared<absl::flat_hash_map<std::string, int>>();
+  std::shared_ptr<TeamChunk> chunk;
+  int n = 0;
   for (const auto& name : broker.TeamNames()) {
-    (*index)[name] = static_cast<int>(teams_.size());
-    teams_.push_back(std::make_shared<v1::TeamInfo>(ToTeamInfo(*broker.GetTeam(name))));
+    if (n % kTeamsPerChunk == 0) {
+      chunk = std::make_shared<TeamChunk>();
+      chunk->reserve(kTeamsPerChunk);
+      team_chunks_.push_back(chunk);
+    }
+    (*index)[name] = n++;
+    chunk->push_back(std::make_shared<v1::TeamInfo>(ToTeamInfo(*broker.GetTeam(name))));
   }
+  team_count_ = static_cast<size_t>(n);
   team_index_ = std::move(index);
 }
 
 std::shared_ptr<const ReadModel> ReadModel::Update(const ReadModel& prev, const core::Broker& broker, int64_t seq,
                                                    const std::vector<std::string>& touched_jobs, bool all_teams) {
   auto m = std::make_shared<ReadModel>(prev);
+  m->filled_ = std::make_shared<FilledTeams>();  // the figures of `prev` are not this model's
   m->seq_ = seq;
   m->now_ms_ = broker.Now();
   if (all_teams) m->RebuildTeams(broker);  // the tree or config may have changed.
   m->waiting_ = broker.TakeWaitPicture(prev.waiting_.get());  // O(teams), whatever the queues hold.
   std::vector<std::string> teams_to_refresh;
+  // Copies of the pages and shards this batch writes, made on first write.
+  absl::flat_hash_map<size_t, std::shared_ptr<Page>> pages;
   absl::flat_hash_map<size_t, std::shared_ptr<Shard>> copied;
   for (const auto& id : touched_jobs) {
     const size_t s = ShardOf(id);
     auto it = copied.find(s);
-    if (it == copied.end()) it = copied.emplace(s, std::make_shared<Shard>(*prev.shards_[s])).first;
+    if (it == copied.end()) it = copied.emplace(s, std::make_shared<Shard>(prev.ShardAt(s))).first;
     Shard& shard = *it->second;
     std::string team;
     if (auto old = shard.find(id); old != shard.end()) team = old->second->team();
@@ -137,10 +161,17 @@ std::shared_ptr<const ReadModel> ReadModel::Update(const ReadModel& prev, const 
     }
     if (!team.empty()) teams_to_refresh.push_back(team);
   }
-  for (auto& [s, shard] : copied) m->shards_[s] = std::move(shard);
+  for (auto& [s, shard] : copied) {
+    const size_t p = s / kShardsPerPage;
+    auto page = pages.find(p);
+    if (page == pages.end()) page = pages.emplace(p, std::make_shared<Page>(*prev.pages_[p])).first;
+    (*page->second)[s % kShardsPerPage] = std::move(shard);
+  }
+  for (auto& [p, page] : pages) m->pages_[p] = std::move(page);
   if (!all_teams) {
     // Each touched team and its ancestors.
     absl::flat_hash_map<std::string, bool> seen;
+    absl::flat_hash_map<size_t, std::shared_ptr<TeamChunk>> chunks;
     for (std::string name : teams_to_refresh) {
       while (!name.empty() && !seen.contains(name)) {
         seen[name] = true;
@@ -148,10 +179,14 @@ std::shared_ptr<const ReadModel> ReadModel::Update(const ReadModel& prev, const 
         if (idx == m->team_index_->end()) break;
         auto view = broker.GetTeam(name);
         if (!view) break;
-        m->teams_[idx->second] = std::make_shared<v1::TeamInfo>(ToTeamInfo(*view));
+        const size_t c = static_cast<size_t>(idx->second) / kTeamsPerChunk;
+        auto chunk = chunks.find(c);
+        if (chunk == chunks.end()) chunk = chunks.emplace(c, std::make_shared<TeamChunk>(*m->team_chunks_[c])).first;
+        (*chunk->second)[idx->second % kTeamsPerChunk] = std::make_shared<v1::TeamInfo>(ToTeamInfo(*view));
         name = view->parent;
       }
     }
+    for (auto& [c, chunk] : chunks) m->team_chunks_[c] = std::move(chunk);
   }
   return m;
 }
@@ -161,7 +196,7 @@ bool Live(v1::JobState s) { return s != v1::JOB_STATE_ENDED && s != v1::JOB_STAT
 }  // namespace
 
 const v1::JobInfo* ReadModel::FindJobAny(const std::string& id) const {
-  const Shard& shard = *shards_[ShardOf(id)];
+  const Shard& shard = ShardAt(ShardOf(id));
   auto it = shard.find(id);
   return it == shard.end() ? nullptr : it->second.get();
 }
@@ -173,8 +208,8 @@ const v1::JobInfo* ReadModel::FindJob(const std::string& id) const {
 
 std::vector<std::shared_ptr<const v1::JobInfo>> ReadModel::Jobs(const std::string& team, v1::JobState state) const {
   std::vector<std::shared_ptr<const v1::JobInfo>> out;
-  for (const auto& shard : shards_) {
-    for (const auto& [id, job] : *shard) {
+  for (size_t s = 0; s < kShards; ++s) {
+    for (const auto& [id, job] : ShardAt(s)) {
       if (!team.empty() && job->team() != team) continue;
       if (state == v1::JOB_STATE_UNSPECIFIED ? !Live(job->state()) : job->state() != state) continue;
       out.push_back(job);
@@ -188,8 +223,8 @@ std::vector<std::shared_ptr<const v1::JobInfo>> ReadModel::JobsAfter(const std::
                                                                      const std::string& after, size_t limit,
                                                                      const std::string& cluster) const {
   std::vector<const std::shared_ptr<const v1::JobInfo>*> candidates;
-  for (const auto& shard : shards_) {
-    for (const auto& [id, job] : *shard) {
+  for (size_t s = 0; s < kShards; ++s) {
+    for (const auto& [id, job] : ShardAt(s)) {
       if (!team.empty() && job->team() != team) continue;
       if (!cluster.empty() && job->cluster() != cluster) continue;
       if (state == v1::JOB_STATE_UNSPECIFIED ? !Live(job->state()) : job->state() != state) continue;
@@ -223,8 +258,8 @@ int64_t ReadModel::QueuePosition(const v1::JobInfo& job) const {
     return a.job() < b.job();
   };
   int64_t ahead = 0;
-  for (const auto& shard : shards_) {
-    for (const auto& [id, other] : *shard) {
+  for (size_t s = 0; s < kShards; ++s) {
+    for (const auto& [id, other] : ShardAt(s)) {
       if (other->team() == job.team() && other->state() == v1::JOB_STATE_QUEUED && before(*other, job)) ++ahead;
     }
   }
@@ -233,15 +268,36 @@ int64_t ReadModel::QueuePosition(const v1::JobInfo& job) const {
 
 const v1::TeamInfo* ReadModel::FindTeam(const std::string& name) const {
   auto it = team_index_->find(name);
-  return it == team_index_->end() ? nullptr : teams_[it->second].get();
+  return it == team_index_->end() ? nullptr : &TeamAt(it->second);
+}
+
+const ReadModel::FilledTeams& ReadModel::Filled() const {
+  absl::call_once(filled_->once, [this] {
+    std::vector<const v1::TeamInfo*> teams;
+    teams.reserve(team_count_);
+    for (size_t i = 0; i < team_count_; ++i) teams.push_back(&TeamAt(i));
+    filled_->figures = ComputeTeamFigures(*config_, teams);
+  });
+  return *filled_;
 }
 
 std::vector<v1::TeamInfo> ReadModel::Teams() const {
+  const FilledTeams& filled = Filled();
   std::vector<v1::TeamInfo> out;
-  out.reserve(teams_.size());
-  for (const auto& t : teams_) out.push_back(*t);
-  FillTeamFigures(*config_, &out);
+  out.reserve(team_count_);
+  for (size_t i = 0; i < team_count_; ++i) {
+    out.push_back(TeamAt(i));
+    ApplyTeamFigures(filled.figures[i], &out.back());
+  }
   return out;
+}
+
+std::optional<v1::TeamInfo> ReadModel::TeamWithFigures(const std::string& name) const {
+  auto it = team_index_->find(name);
+  if (it == team_index_->end()) return std::nullopt;
+  v1::TeamInfo team = TeamAt(it->second);
+  ApplyTeamFigures(Filled().figures[it->second], &team);
+  return team;
 }
 
 }  // namespace tidegate::service

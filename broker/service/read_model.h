@@ -2,8 +2,12 @@
 // group commit (docs/design.md §1 "reads from snapshots"). Readers never touch the
 // core; they hold a shared_ptr to the model of their choice.
 //
-// Jobs live in copy-on-write shards and teams in copy-on-write entries, so a
-// batch that touched a few jobs copies a few shards, not 100,000 jobs.
+// Jobs live in copy-on-write shards, grouped in copy-on-write pages, and
+// teams in copy-on-write chunks, so a batch that touched a few jobs copies a
+// few shards and pages (a few hundred pointers), not 100,000 jobs nor one
+// pointer per shard or per team: the writer publishes a model per batch.
+// The team figures readers see (read_model_teams.h) need the whole tree; they
+// are computed once per model, on the first read that asks for them.
 //
 // Threading: immutable once published; safe from any thread.
 #ifndef TIDEGATE_BROKER_SERVICE_READ_MODEL_H_
@@ -11,6 +15,7 @@
 
 #include <array>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -24,6 +29,9 @@ namespace tidegate::service {
 class ReadModel {
  public:
   static constexpr int kShards = 4096;  // ~25 jobs a shard at 100,000 jobs.
+  static constexpr int kShardsPerPage = 64;
+  static constexpr int kPages = kShards / kShardsPerPage;
+  static constexpr int kTeamsPerChunk = 64;
   using Shard = absl::flat_hash_map<std::string, std::shared_ptr<const v1::JobInfo>>;
 
   // The first model: every job and team of `broker`.
@@ -62,18 +70,31 @@ class ReadModel {
   // All teams in config order, with the figures of read_model_teams.h (used,
   // private, borrowed, lent, subtree totals) filled in.
   std::vector<v1::TeamInfo> Teams() const;
+  // One team as Teams() has it; nullopt when there is no such team.
+  std::optional<v1::TeamInfo> TeamWithFigures(const std::string& name) const;
 
  private:
+  using Page = std::array<std::shared_ptr<const Shard>, kShardsPerPage>;
+  using TeamChunk = std::vector<std::shared_ptr<const v1::TeamInfo>>;
+  // The team figures of this model (read_model_teams.h), computed on first
+  // use (any reader thread).
+  struct FilledTeams;
+
   static size_t ShardOf(const std::string& id);
+  const Shard& ShardAt(size_t s) const { return *(*pages_[s / kShardsPerPage])[s % kShardsPerPage]; }
+  const v1::TeamInfo& TeamAt(size_t i) const { return *(*team_chunks_[i / kTeamsPerChunk])[i % kTeamsPerChunk]; }
+  const FilledTeams& Filled() const;
   // Re-reads the config and every team from the broker.
   void RebuildTeams(const core::Broker& broker);
   int64_t seq_ = 0;
   core::Time now_ms_ = 0;
   std::shared_ptr<const v1::Config> config_;
-  std::array<std::shared_ptr<const Shard>, kShards> shards_;
-  std::vector<std::shared_ptr<const v1::TeamInfo>> teams_;  // config order
+  std::array<std::shared_ptr<const Page>, kPages> pages_;
+  std::vector<std::shared_ptr<const TeamChunk>> team_chunks_;  // config order, kTeamsPerChunk a chunk
+  size_t team_count_ = 0;
   std::shared_ptr<const absl::flat_hash_map<std::string, int>> team_index_;
   std::shared_ptr<const core::WaitPicture> waiting_;  // for ReasonNow.
+  std::shared_ptr<FilledTeams> filled_;  // never shared between models
 };
 
 // Conversions from the core's views to the API's messages.

@@ -15,6 +15,7 @@
 #ifndef TIDEGATE_BROKER_SERVICE_READ_MODEL_TEAMS_H_
 #define TIDEGATE_BROKER_SERVICE_READ_MODEL_TEAMS_H_
 
+#include <cstdint>
 #include <vector>
 
 #include "tidegate/v1/config.pb.h"
@@ -22,8 +23,24 @@
 
 namespace tidegate::service {
 
+// The figures of one team, as FillTeamFigures writes them.
+struct TeamFigures {
+  struct Resource {
+    int64_t queued = 0;
+    bool known = false;  // false: keep the core's used and borrowed (the accountant logs why)
+    int64_t used = 0, private_idle = 0, borrowed = 0, lent = 0;
+  };
+  bool inner = false;  // an inner team shows its subtree's job counts
+  int64_t running_jobs = 0, queued_jobs = 0;
+  std::vector<Resource> resources;  // the team's resources, in its order
+};
+
 // `teams`: every team of `config`, as ToTeamInfo made them from the core.
-// Rewrites the figures above in place.
+// Figures parallel to `teams`; ApplyTeamFigures writes one team's, so a
+// reader of one team copies one team.
+std::vector<TeamFigures> ComputeTeamFigures(const v1::Config& config, const std::vector<const v1::TeamInfo*>& teams);
+void ApplyTeamFigures(const TeamFigures& figures, v1::TeamInfo* team);
+// Both, in place, for every team.
 void FillTeamFigures(const v1::Config& config, std::vector<v1::TeamInfo>* teams);
 
 }  // namespace tidegate::service

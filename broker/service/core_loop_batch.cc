@@ -1,0 +1,259 @@
+#include <algorithm>
+#include <chrono>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
+#include "absl/strings/str_cat.h"
+#include "broker/service/core_loop.h"
+#include "broker/service/core_loop_commands.h"
+#include "api/text/enum_names.h"
+#include "broker/ledger_ops/recovery.h"
+#include "spdlog/spdlog.h"
+
+namespace tidegate::service {
+namespace {
+
+using loop_internal::ChangesConfig;
+using loop_internal::CommandJobs;
+using loop_internal::KindOf;
+
+}  // namespace
+
+void CoreLoop::ApplyBatch(std::vector<Pending> batch) {
+  const core::Time now = std::max(clock_->NowMs(), broker_->Now());
+  const std::shared_ptr<const ReadModel> before = Published();
+  ledger::Batch out;
+  std::vector<std::vector<core::Event>> results(batch.size());
+  std::vector<std::string> touched;
+  absl::flat_hash_set<std::string> seen;
+  bool all_teams = false;
+  absl::flat_hash_map<std::string, const core::Event*> last_event;  // per job, for ended/rejected rows
+  std::vector<std::vector<core::Event>> applied_events;  // of journalled commands, in order
+  std::vector<std::string> quiet;  // changed with no event (QuietlyChangedIds)
+  auto apply = [&](const v1::Command& command) -> std::vector<core::Event> {
+    const uint64_t quota_generation = broker_->QuotaGeneration();
+    std::vector<core::Event> events = broker_->Apply(command, now);
+    // A tide change replaces the quota in force during any command.
+    if (broker_->QuotaGeneration() != quota_generation) all_teams = true;
+    ledger::JournalRecord rec;
+    rec.seq = ++seq_;
+    rec.at_ms = now;
+    rec.kind = KindOf(command);
+    rec.payload = command.SerializeAsString();
+    rec.checksum = ledger::Checksum(rec.payload);
+    out.journal.push_back(std::move(rec));
+    if (ChangesConfig(command)) all_teams = true;
+    std::vector<std::string> ids;
+    CommandJobs(command, &ids);
+    for (const auto& e : events) ids.push_back(e.job);
+    // Re-read for readers, but no query-table row: a recomputed reason is
+    // not a state change, and rows for every waiting job would swamp the ledger.
+    for (const auto& id : broker_->QuietlyChangedIds()) quiet.push_back(id);
+    for (auto& id : ids) {
+      if (!id.empty() && seen.insert(id).second) touched.push_back(id);
+    }
+    applied_events.push_back(events);
+    return events;
+  };
+  for (size_t i = 0; i < batch.size(); ++i) {
+    const v1::Command& command = batch[i].command;
+    if (batch[i].dry_run) {
+      results[i] = DryRunEvents(command, now);
+      continue;
+    }
+    // A submit that changes nothing is answered without being journalled:
+    // rejects cannot grow the ledger, and replay sees exactly the commands
+    // that changed state.
+    if (command.has_submit()) {
+      if (auto answer = broker_->SubmitWithoutEffect(command.submit(), now)) {
+        results[i] = *std::move(answer);
+        continue;
+      }
+    }
+    results[i] = apply(command);
+  }
+  // Time-driven work is due and nothing above ran it (an idle loop, or a
+  // batch of commands without effect): a tick, journalled like any command.
+  if (TickDue(now) && out.journal.empty()) {
+    v1::Command tick;
+    tick.mutable_tick();
+    apply(tick);
+  }
+  if (out.journal.empty()) {
+    // Nothing changed: answer from the model readers already have.
+    std::vector<std::pair<Done, absl::StatusOr<Applied>>> answers;
+    for (size_t i = 0; i < batch.size(); ++i) {
+      answers.emplace_back(std::move(batch[i].done), Applied{std::move(results[i]), before});
+    }
+    QueueAnswers(std::move(answers), nullptr);
+    return;
+  }
+  if (out.journal.back().kind == "tick") last_tick_ = now;
+  // The teams whose usage or queue may have changed: those of the jobs the
+  // batch touched (their events name them; a job's row names its team).
+  std::vector<std::string> changed_teams;
+  for (const auto& events : applied_events) {
+    for (const auto& e : events) {
+      if (!e.job.empty()) last_event[e.job] = &e;
+      if (!e.team.empty()) changed_teams.push_back(e.team);
+    }
+  }
+  // Query table rows for every job the batch touched.
+  for (const auto& id : touched) {
+    ledger::JobRow row;
+    auto view = broker_->GetJob(id);
+    // A retained ended job keeps the row written when it ended.
+    if (view && (view->state == v1::JOB_STATE_ENDED || view->state == v1::JOB_STATE_REJECTED)) view.reset();
+    if (view) {
+      row.job = id;
+      row.team = view->team;
+      row.cluster = view->cluster;
+      row.state = text::JobStateName(view->state);
+      row.created_at_ms = view->created_at;
+      row.admitted_at_ms = std::max<core::Time>(0, view->admitted_at);
+      row.reason = view->reason;
+      row.spec = view->spec.SerializeAsString();
+    } else {
+      auto it = last_event.find(id);
+      if (it == last_event.end()) continue;
+      const core::Event& e = *it->second;
+      if (e.type != core::EventType::kEnd && e.type != core::EventType::kReject) continue;
+      row.job = id;
+      row.team = e.team;
+      row.state = e.type == core::EventType::kEnd ? "ended" : "rejected";
+      row.ended_at_ms = now;
+      row.reason = e.reason;
+      // Keep what readers knew of it (cluster, created, admitted, spec).
+      if (const v1::JobInfo* prev = before->FindJob(id)) {
+        row.cluster = prev->cluster();
+        row.created_at_ms = prev->created_at_ms();
+        row.admitted_at_ms = prev->admitted_at_ms();
+        row.spec = prev->spec().SerializeAsString();
+        if (row.team.empty()) row.team = prev->team();
+      }
+    }
+    if (!row.team.empty()) changed_teams.push_back(row.team);
+    out.jobs.push_back(std::move(row));
+  }
+  // Every batch is observed (usage is piecewise constant between batches);
+  // rows are written about once a second, merged by the accountant.
+  Account(now, now - last_accounting_ >= options_.accounting_every_ms || all_teams, &out.usage, &out.loans,
+          all_teams ? nullptr : &changed_teams);
+  if (seq_ - last_snapshot_seq_ >= options_.snapshot_every) {
+    out.snapshot = ledger::SnapshotRecord{seq_, now, broker_->Snapshot().SerializeAsString()};
+    last_snapshot_seq_ = seq_;
+  }
+  AddUnwrittenRows(&out);
+  const auto commit_started = std::chrono::steady_clock::now();
+  const absl::Status committed = store_->Commit(out);
+  BatchStats stats{static_cast<int64_t>(batch.size()), committed.ok(),
+                   std::chrono::duration<double>(std::chrono::steady_clock::now() - commit_started).count(), now,
+                   &applied_events, nullptr};
+  if (!committed.ok()) {
+    if (batch_observer_) batch_observer_(stats);
+    CommitFailed(committed, std::move(batch), std::move(out), now);
+    return;
+  }
+  unwritten_usage_.clear();
+  unwritten_loans_.clear();
+  if (!LedgerHealth().ok()) {
+    spdlog::info("ledger: a commit succeeded again (seq {}); accepting writes", seq_);
+    SetLedgerHealth(absl::OkStatus());
+  }
+  for (auto& id : quiet) {
+    if (seen.insert(id).second) touched.push_back(std::move(id));
+  }
+  auto model = ReadModel::Update(*before, *broker_, seq_, touched, all_teams);
+  {
+    absl::MutexLock lock(&mu_);
+    published_ = model;
+  }
+  stats.model = model.get();
+  if (batch_observer_) batch_observer_(stats);
+  // Answering (serializing replies, waking gRPC) happens on the responder
+  // thread, so the writer goes straight on to the next batch.
+  std::vector<std::pair<Done, absl::StatusOr<Applied>>> answers;
+  for (size_t i = 0; i < batch.size(); ++i) {
+    answers.emplace_back(std::move(batch[i].done), Applied{std::move(results[i]), model});
+  }
+  QueueAnswers(std::move(answers), &touched);
+}
+
+void CoreLoop::CommitFailed(const absl::Status& failure, std::vector<Pending> batch, ledger::Batch refused,
+                            core::Time now) {
+  // The core has applied what the ledger did not record. Nothing of the batch
+  // is acknowledged; the core goes back to what the ledger holds, which is
+  // exactly what was acknowledged. Usage already happened, so its rows wait
+  // for the next commit, unless the rows themselves were refused.
+  spdlog::error("ledger: commit up to seq {} failed, refusing writes until a retry commits: {}", seq_,
+                failure.ToString());
+  if (failure.code() != absl::StatusCode::kInvalidArgument) {
+    unwritten_usage_ = std::move(refused.usage);
+    unwritten_loans_ = std::move(refused.loans);
+  }
+  SetLedgerHealth(absl::UnavailableError(absl::StrCat("the ledger cannot be written: ", failure.message())));
+  retry_commit_at_ = clock_->NowMs() + options_.retry_commit_after_ms;
+  core_dirty_ = true;
+  if (ReloadCore()) {
+    // The accountant holds the refused batch's usage from `now` on; the
+    // acknowledged state replaces it, so refused admissions accrue nothing.
+    Account(now, /*take_rows=*/false, nullptr, nullptr);
+  }
+  // Disk full and read-only fail before anything is written; another I/O
+  // error may fail after the WAL holds the batch, so it may be in force.
+  const bool surely_unwritten = failure.code() == absl::StatusCode::kResourceExhausted ||
+                                failure.code() == absl::StatusCode::kFailedPrecondition ||
+                                failure.code() == absl::StatusCode::kInvalidArgument;
+  Refuse(std::move(batch), surely_unwritten);
+}
+
+bool CoreLoop::ReloadCore() {
+  absl::StatusOr<ledger_ops::RecoveredCore> recovered = ledger_ops::RecoverCore(*store_);
+  if (!recovered.ok()) {
+    spdlog::error("ledger: cannot reload the core from the ledger (will retry): {}", recovered.status().ToString());
+    return false;
+  }
+  broker_ = std::move(recovered->broker);
+  seq_ = recovered->seq;
+  observed_valid_ = false;  // the accounting's view of the tree was of the refused core
+  last_snapshot_seq_ = std::min(last_snapshot_seq_, seq_);
+  core_dirty_ = false;
+  spdlog::info("ledger: core reloaded at seq {} (snapshot {} + {} journal entries)", seq_, recovered->snapshot_seq,
+               recovered->replayed);
+  return true;
+}
+
+void CoreLoop::Refuse(std::vector<Pending> batch, bool surely_unwritten) {
+  const absl::Status refused = absl::UnavailableError(absl::StrCat(
+      LedgerHealth().message(), surely_unwritten ? "; nothing was changed, retry later"
+                                                 : "; the command may not have been applied; retrying is safe "
+                                                   "(admit is idempotent per job id)"));
+  std::vector<std::pair<Done, absl::StatusOr<Applied>>> answers;
+  for (Pending& p : batch) answers.emplace_back(std::move(p.done), refused);
+  QueueAnswers(std::move(answers), nullptr);
+}
+
+std::vector<core::Event> CoreLoop::DryRunEvents(const v1::Command& command, core::Time now) const {
+  auto copy = core::Broker::Restore(broker_->Snapshot());
+  if (!copy.ok()) {
+    core::Event error;
+    error.type = core::EventType::kError;
+    error.reason = absl::StrCat("dry run: cannot copy the state: ", copy.status().message());
+    return {error};
+  }
+  return (*copy)->Apply(command, now);
+}
+
+absl::Status CoreLoop::Snapshot() {
+  // A core holding a refused batch must never reach the ledger.
+  if (core_dirty_ && !ReloadCore()) return absl::UnavailableError("the core could not be reloaded");
+  if (seq_ == last_snapshot_seq_) return absl::OkStatus();
+  ledger::Batch out;
+  out.snapshot = ledger::SnapshotRecord{seq_, broker_->Now(), broker_->Snapshot().SerializeAsString()};
+  Account(broker_->Now(), /*take_rows=*/true, &out.usage, &out.loans);
+  auto s = store_->Commit(out);
+  if (s.ok()) last_snapshot_seq_ = seq_;
+  return s;
+}
+
+}  // namespace tidegate::service

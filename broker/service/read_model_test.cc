@@ -1,0 +1,138 @@
+// ReadModel as a unit, over a real core: what a model holds, that an update
+// leaves the model it came from as it was (readers may still hold it) and
+// shares what did not change, and the team figures readers see.
+#include "broker/service/read_model.h"
+
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "google/protobuf/text_format.h"
+#include "gtest/gtest.h"
+
+namespace tidegate::service {
+namespace {
+
+constexpr char kConfig[] = R"pb(
+  clusters { name: "a" capacity { key: "gpu" value: 1000 } }
+  teams { name: "org" quota { key: "gpu" value { guaranteed: 400 } } }
+  teams { name: "research" parent: "org" quota { key: "gpu" value { guaranteed: 200 } } }
+  teams { name: "training" parent: "org" quota { key: "gpu" value { guaranteed: 200 } } }
+  teams { name: "ops" quota { key: "gpu" value { guaranteed: 100 } } }
+)pb";
+
+class ReadModelTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    v1::Config config;
+    ASSERT_TRUE(google::protobuf::TextFormat::ParseFromString(kConfig, &config));
+    auto broker = core::Broker::Create(config, 1'000'000);
+    ASSERT_TRUE(broker.ok()) << broker.status();
+    broker_ = *std::move(broker);
+  }
+  // Applies `command`; returns the jobs its events name.
+  std::vector<std::string> Apply(const v1::Command& command) {
+    now_ += 10;
+    std::vector<std::string> touched;
+    for (const auto& e : broker_->Apply(command, now_)) {
+      if (!e.job.empty()) touched.push_back(e.job);
+    }
+    return touched;
+  }
+  std::vector<std::string> Submit(const std::string& id, const std::string& team, int64_t gpus) {
+    v1::Command c;
+    c.mutable_submit()->set_job(id);
+    c.mutable_submit()->set_team(team);
+    (*c.mutable_submit()->mutable_per_replica())["gpu"] = gpus;
+    return Apply(c);
+  }
+
+  std::unique_ptr<core::Broker> broker_;
+  core::Time now_ = 1'000'000;
+};
+
+TEST_F(ReadModelTest, BuildHoldsEveryJobAndTeamOfTheCore) {
+  for (int i = 0; i < 300; ++i) Submit("j" + std::to_string(i), i % 2 ? "research" : "ops", 1);
+  auto model = ReadModel::Build(*broker_, 7);
+  EXPECT_EQ(model->seq(), 7);
+  for (int i = 0; i < 300; ++i) {
+    const v1::JobInfo* j = model->FindJob("j" + std::to_string(i));
+    ASSERT_NE(j, nullptr) << i;
+    EXPECT_EQ(j->team(), i % 2 ? "research" : "ops");
+    EXPECT_EQ(j->state(), v1::JOB_STATE_ADMITTED);
+  }
+  EXPECT_EQ(model->FindJob("nobody"), nullptr);
+  EXPECT_EQ(model->Jobs("", v1::JOB_STATE_UNSPECIFIED).size(), 300u);
+  EXPECT_EQ(model->Jobs("research", v1::JOB_STATE_ADMITTED).size(), 150u);
+  ASSERT_NE(model->FindTeam("training"), nullptr);
+  EXPECT_EQ(model->FindTeam("nobody"), nullptr);
+}
+
+TEST_F(ReadModelTest, AnUpdateLeavesTheEarlierModelAsItWasAndSharesWhatDidNotChange) {
+  for (int i = 0; i < 200; ++i) Submit("old" + std::to_string(i), "ops", 1);
+  auto before = ReadModel::Build(*broker_, 1);
+  std::vector<std::string> touched;
+  for (int i = 0; i < 100; ++i) {
+    for (auto& id : Submit("new" + std::to_string(i), "research", 1)) touched.push_back(id);
+  }
+  v1::Command finish;
+  finish.set_finish("old0");
+  for (auto& id : Apply(finish)) touched.push_back(id);
+  auto after = ReadModel::Update(*before, *broker_, 2, touched, /*all_teams=*/false);
+
+  EXPECT_EQ(after->seq(), 2);
+  for (int i = 0; i < 100; ++i) {
+    const std::string id = "new" + std::to_string(i);
+    EXPECT_NE(after->FindJob(id), nullptr) << id;
+    EXPECT_EQ(before->FindJobAny(id), nullptr) << id;
+  }
+  ASSERT_NE(after->FindJobAny("old0"), nullptr);
+  EXPECT_EQ(after->FindJobAny("old0")->state(), v1::JOB_STATE_ENDED);
+  EXPECT_EQ(before->FindJob("old0")->state(), v1::JOB_STATE_ADMITTED);
+  // Untouched jobs are the same objects in both models, not copies.
+  for (int i = 1; i < 200; ++i) {
+    const std::string id = "old" + std::to_string(i);
+    ASSERT_NE(after->FindJob(id), nullptr) << id;
+    EXPECT_EQ(after->FindJob(id), before->FindJob(id)) << id;
+  }
+  // Teams of touched jobs and their ancestors are re-read; the rest shared.
+  EXPECT_EQ(after->TeamWithFigures("research")->resources(0).used(), 100);
+  EXPECT_EQ(after->TeamWithFigures("org")->resources(0).used(), 100);
+  EXPECT_EQ(before->TeamWithFigures("research")->resources(0).used(), 0);
+  EXPECT_EQ(after->TeamWithFigures("ops")->resources(0).used(), 199);
+  EXPECT_EQ(after->FindTeam("training"), before->FindTeam("training"));
+}
+
+TEST_F(ReadModelTest, TeamWithFiguresIsTheTeamAsTeamsFillsIt) {
+  Submit("r1", "research", 300);  // borrows 100 of org's idle guarantee
+  Submit("o1", "ops", 10);
+  auto model = ReadModel::Build(*broker_, 1);
+  const std::vector<v1::TeamInfo> teams = model->Teams();
+  ASSERT_EQ(teams.size(), 4u);
+  for (const auto& t : teams) {
+    auto one = model->TeamWithFigures(t.name());
+    ASSERT_TRUE(one.has_value()) << t.name();
+    EXPECT_EQ(one->DebugString(), t.DebugString());
+  }
+  EXPECT_EQ(model->TeamWithFigures("research")->resources(0).borrowed(), 100);
+  EXPECT_EQ(model->TeamWithFigures("org")->running_jobs(), 1);  // its subtree's
+  EXPECT_FALSE(model->TeamWithFigures("nobody").has_value());
+}
+
+TEST_F(ReadModelTest, JobsAfterPagesThroughEveryJobInIdOrder) {
+  for (int i = 0; i < 250; ++i) Submit(absl::StrCat("p", 1000 + i), "ops", 1);
+  auto model = ReadModel::Build(*broker_, 1);
+  std::vector<std::string> seen;
+  std::string after;
+  for (;;) {
+    auto page = model->JobsAfter("", v1::JOB_STATE_UNSPECIFIED, after, 64);
+    if (page.empty()) break;
+    for (const auto& j : page) seen.push_back(j->job());
+    after = page.back()->job();
+  }
+  ASSERT_EQ(seen.size(), 250u);
+  for (int i = 0; i < 250; ++i) EXPECT_EQ(seen[i], absl::StrCat("p", 1000 + i));
+}
+
+}  // namespace
+}  // namespace tidegate::service
