@@ -15,6 +15,7 @@
 #include "broker/service/core_loop.h"
 #include "broker/service/recent_rejections.h"
 #include "broker/service/stream_limits.h"
+#include "broker/service/stream_registry.h"
 #include "absl/container/flat_hash_map.h"
 #include "ledger/store.h"
 #include "tidegate/v1/service.grpc.pb.h"
@@ -63,10 +64,7 @@ class AdmissionServiceImpl final : public v1::AdmissionService::CallbackService 
   RecentRejections rejections_;
   class Waiter;
   friend class Waiter;
-  std::mutex mu_;
-  // Open streams by job, so a batch wakes only the streams of its jobs.
-  absl::flat_hash_map<std::string, std::vector<std::shared_ptr<Waiter>>> registry_;  // guarded by mu_
-  bool closing_ = false;  // CloseStreams ran: new streams end UNAVAILABLE at once. Guarded by mu_.
+  StreamRegistry<Waiter> waiters_;  // by job
 };
 
 class QuotaServiceImpl final : public v1::QuotaService::CallbackService {
