@@ -10,11 +10,6 @@ namespace tidegate::adapters {
 
 namespace {
 
-int64_t NowMs() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
-
 std::string SeeJob(const std::string& id) { return absl::StrCat("; see `tidegate job ", id, "`"); }
 
 const ClusterJob* Find(const ClusterView& view, const std::string& id) {
@@ -53,7 +48,9 @@ Agent::Agent(AgentOptions options, std::shared_ptr<grpc::Channel> channel, Clust
       channel_(std::move(channel)),
       agents_(v1::AgentService::NewStub(channel_)),
       admission_(v1::AdmissionService::NewStub(channel_)),
-      driver_(driver) {}
+      driver_(driver),
+      own_clock_(options_.clock ? nullptr : std::make_unique<SystemAgentClock>()),
+      clock_(options_.clock ? options_.clock : own_clock_.get()) {}
 
 Agent::~Agent() = default;
 
@@ -68,13 +65,11 @@ void Agent::FollowLeader() {
 
 void Agent::Stop() {
   stop_ = true;
-  std::lock_guard<std::mutex> lock(sleep_mu_);
-  sleep_cv_.notify_all();
+  clock_->Notify();
 }
 
 void Agent::Sleep(int64_t ms) {
-  std::unique_lock<std::mutex> lock(sleep_mu_);
-  sleep_cv_.wait_for(lock, std::chrono::milliseconds(ms), [&] {
+  clock_->Sleep(ms, [&] {
     if (stop_) return true;
     if (!stream_) return false;
     std::lock_guard<std::mutex> s(stream_->mu);
@@ -134,11 +129,8 @@ bool Agent::Connect() {
   s->rw = agents_->Connect(&s->ctx);
   s->reader = std::thread([this, s] {
     v1::BrokerAction a;
-    // Never holds s->mu and sleep_mu_ together (Sleep takes them the other way round).
-    auto wake = [this] {
-      std::lock_guard<std::mutex> lock(sleep_mu_);
-      sleep_cv_.notify_all();
-    };
+    // Never holds s->mu and the clock's lock together (Sleep takes them the other way round).
+    auto wake = [this] { clock_->Notify(); };
     while (s->rw->Read(&a)) {
       {
         std::lock_guard<std::mutex> lock(s->mu);
@@ -246,7 +238,7 @@ void Agent::HandleActions() {
           Send(m);
           break;
         }
-        const int64_t left = a.evict().grace_deadline_ms() - NowMs();
+        const int64_t left = a.evict().grace_deadline_ms() - clock_->NowMs();
         spdlog::info("evict {} ({}): SIGTERM now, stopped in {} ms unless it leaves first", id, a.evict().reason(),
                      std::max<int64_t>(0, left));
         absl::Status s = driver_->Signal(id);
@@ -265,7 +257,7 @@ void Agent::HandleActions() {
 }
 
 void Agent::EnforceDeadlines() {
-  const int64_t now = NowMs();
+  const int64_t now = clock_->NowMs();
   for (const auto& [id, deadline] : draining_) {
     if (now < deadline || stopped_.contains(id)) continue;
     const ClusterJob* j = Find(view_, id);
