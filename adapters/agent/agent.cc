@@ -3,7 +3,9 @@
 #include <chrono>
 #include <thread>
 
+#include "absl/base/thread_annotations.h"
 #include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
 #include "spdlog/spdlog.h"
 
 namespace tidegate::adapters {
@@ -26,9 +28,9 @@ struct Agent::Stream {
   grpc::ClientContext ctx;
   std::unique_ptr<grpc::ClientReaderWriter<v1::AgentMessage, v1::BrokerAction>> rw;
   std::thread reader;
-  std::mutex mu;
-  std::deque<v1::BrokerAction> actions;  // guarded by mu
-  bool broken = false;                   // guarded by mu
+  absl::Mutex mu;
+  std::deque<v1::BrokerAction> actions ABSL_GUARDED_BY(mu);
+  bool broken ABSL_GUARDED_BY(mu) = false;
 
   // Ends the call (a no-op if the broker already ended it) and returns how it ended.
   grpc::Status Close() {
@@ -72,7 +74,7 @@ void Agent::Sleep(int64_t ms) {
   clock_->Sleep(ms, [&] {
     if (stop_) return true;
     if (!stream_) return false;
-    std::lock_guard<std::mutex> s(stream_->mu);
+    absl::MutexLock s(&stream_->mu);
     return !stream_->actions.empty() || stream_->broken;
   });
 }
@@ -102,7 +104,7 @@ int Agent::Run() {
     const bool observed = Poll();
     bool broken;
     {
-      std::lock_guard<std::mutex> s(stream_->mu);
+      absl::MutexLock s(&stream_->mu);
       broken = stream_->broken;
     }
     if (broken) {
@@ -133,14 +135,14 @@ bool Agent::Connect() {
     auto wake = [this] { clock_->Notify(); };
     while (s->rw->Read(&a)) {
       {
-        std::lock_guard<std::mutex> lock(s->mu);
+        absl::MutexLock lock(&s->mu);
         s->actions.push_back(a);
       }
       wake();
     }
     s->reader_done = true;
     {
-      std::lock_guard<std::mutex> lock(s->mu);
+      absl::MutexLock lock(&s->mu);
       s->broken = true;
     }
     wake();
@@ -172,7 +174,7 @@ bool Agent::Connect() {
 bool Agent::Send(const v1::AgentMessage& m) {
   if (!stream_ || !stream_->rw->Write(m)) {
     if (stream_) {
-      std::lock_guard<std::mutex> s(stream_->mu);
+      absl::MutexLock s(&stream_->mu);
       stream_->broken = true;
     }
     return false;
@@ -192,7 +194,7 @@ void Agent::Ack(int64_t action, const std::string& job, const absl::Status& s) {
 void Agent::HandleActions() {
   std::deque<v1::BrokerAction> actions;
   {
-    std::lock_guard<std::mutex> s(stream_->mu);
+    absl::MutexLock s(&stream_->mu);
     actions.swap(stream_->actions);
   }
   for (const auto& a : actions) {

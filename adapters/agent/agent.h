@@ -25,7 +25,6 @@
 #include <map>
 #include <functional>
 #include <memory>
-#include <mutex>
 #include <set>
 #include <string>
 

@@ -1,12 +1,12 @@
 #include "broker/service/agent_service.h"
 
 #include <algorithm>
-#include <mutex>
 #include <string>
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
 #include "broker/service/auth_origin.h"
 #include "broker/service/queued_writer.h"
 #include "spdlog/spdlog.h"
@@ -296,20 +296,20 @@ class AgentServiceImpl::Connection
     // `synced` tells the agent the broker holds its view: only when every
     // command of the reconcile was applied (a refused one ends the stream).
     struct Outcome {
-      std::mutex mu;
-      size_t left;
-      bool all_ok = true;
-      int64_t seq = 0;
+      explicit Outcome(size_t commands) : left(commands) {}
+      absl::Mutex mu;
+      size_t left ABSL_GUARDED_BY(mu);
+      bool all_ok ABSL_GUARDED_BY(mu) = true;
+      int64_t seq ABSL_GUARDED_BY(mu) = 0;
     };
-    auto outcome = std::make_shared<Outcome>();
-    outcome->left = commands.size();
+    auto outcome = std::make_shared<Outcome>(commands.size());
     for (size_t i = 0; i < commands.size(); ++i) {
       service::Done log = Logged(absl::StrCat("reconcile ", cluster));
       loop->Submit(std::move(commands[i]), [self, outcome, log](absl::StatusOr<Applied> applied) {
         bool send = false;
         int64_t seq = 0;
         {
-          std::lock_guard<std::mutex> lock(outcome->mu);
+          absl::MutexLock lock(&outcome->mu);
           if (applied.ok()) {
             outcome->seq = std::max(outcome->seq, applied->model->seq());
           } else {

@@ -9,14 +9,15 @@
 
 #include <memory>
 #include <deque>
-#include <mutex>
 #include <vector>
 
 #include "broker/service/core_loop.h"
 #include "broker/service/recent_rejections.h"
 #include "broker/service/stream_limits.h"
 #include "broker/service/stream_registry.h"
+#include "absl/base/thread_annotations.h"
 #include "absl/container/flat_hash_map.h"
+#include "absl/synchronization/mutex.h"
 #include "ledger/store.h"
 #include "tidegate/v1/service.grpc.pb.h"
 
@@ -97,8 +98,8 @@ class QuotaServiceImpl final : public v1::QuotaService::CallbackService {
 
   CoreLoop* loop_;
   std::string startup_config_path_;
-  std::mutex reader_mu_;
-  std::unique_ptr<ledger::Store> reader_;  // guarded by reader_mu_
+  absl::Mutex reader_mu_;
+  std::unique_ptr<ledger::Store> reader_ ABSL_GUARDED_BY(reader_mu_);
 };
 
 class DiagnosticsServiceImpl final : public v1::DiagnosticsService::CallbackService {
