@@ -18,7 +18,7 @@
 // queue: REASON"; -o json: one WaitAdmissionResponse per line) until it is
 // admitted (exit 0), ends or is rejected (exit 1), --wait-timeout passes
 // (exit 1) or Ctrl-C (exit 130; the job stays queued). If the broker goes away
-// during the wait, the wait resumes when it is back.
+// during the wait, the wait resumes when it is back (cli/wait_command.h).
 //
 // jobs prints one row per job: job, team, cluster, state, replicas, demand,
 // priority, age, reason. job prints every field of one job and, while it is

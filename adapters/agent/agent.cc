@@ -3,17 +3,14 @@
 #include <chrono>
 #include <thread>
 
+#include "absl/base/thread_annotations.h"
 #include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
 #include "spdlog/spdlog.h"
 
 namespace tidegate::adapters {
 
 namespace {
-
-int64_t NowMs() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
 
 std::string SeeJob(const std::string& id) { return absl::StrCat("; see `tidegate job ", id, "`"); }
 
@@ -31,9 +28,9 @@ struct Agent::Stream {
   grpc::ClientContext ctx;
   std::unique_ptr<grpc::ClientReaderWriter<v1::AgentMessage, v1::BrokerAction>> rw;
   std::thread reader;
-  std::mutex mu;
-  std::deque<v1::BrokerAction> actions;  // guarded by mu
-  bool broken = false;                   // guarded by mu
+  absl::Mutex mu;
+  std::deque<v1::BrokerAction> actions ABSL_GUARDED_BY(mu);
+  bool broken ABSL_GUARDED_BY(mu) = false;
 
   // Ends the call (a no-op if the broker already ended it) and returns how it ended.
   grpc::Status Close() {
@@ -53,7 +50,9 @@ Agent::Agent(AgentOptions options, std::shared_ptr<grpc::Channel> channel, Clust
       channel_(std::move(channel)),
       agents_(v1::AgentService::NewStub(channel_)),
       admission_(v1::AdmissionService::NewStub(channel_)),
-      driver_(driver) {}
+      driver_(driver),
+      own_clock_(options_.clock ? nullptr : std::make_unique<SystemAgentClock>()),
+      clock_(options_.clock ? options_.clock : own_clock_.get()) {}
 
 Agent::~Agent() = default;
 
@@ -68,16 +67,14 @@ void Agent::FollowLeader() {
 
 void Agent::Stop() {
   stop_ = true;
-  std::lock_guard<std::mutex> lock(sleep_mu_);
-  sleep_cv_.notify_all();
+  clock_->Notify();
 }
 
 void Agent::Sleep(int64_t ms) {
-  std::unique_lock<std::mutex> lock(sleep_mu_);
-  sleep_cv_.wait_for(lock, std::chrono::milliseconds(ms), [&] {
+  clock_->Sleep(ms, [&] {
     if (stop_) return true;
     if (!stream_) return false;
-    std::lock_guard<std::mutex> s(stream_->mu);
+    absl::MutexLock s(&stream_->mu);
     return !stream_->actions.empty() || stream_->broken;
   });
 }
@@ -107,7 +104,7 @@ int Agent::Run() {
     const bool observed = Poll();
     bool broken;
     {
-      std::lock_guard<std::mutex> s(stream_->mu);
+      absl::MutexLock s(&stream_->mu);
       broken = stream_->broken;
     }
     if (broken) {
@@ -134,21 +131,18 @@ bool Agent::Connect() {
   s->rw = agents_->Connect(&s->ctx);
   s->reader = std::thread([this, s] {
     v1::BrokerAction a;
-    // Never holds s->mu and sleep_mu_ together (Sleep takes them the other way round).
-    auto wake = [this] {
-      std::lock_guard<std::mutex> lock(sleep_mu_);
-      sleep_cv_.notify_all();
-    };
+    // Never holds s->mu and the clock's lock together (Sleep takes them the other way round).
+    auto wake = [this] { clock_->Notify(); };
     while (s->rw->Read(&a)) {
       {
-        std::lock_guard<std::mutex> lock(s->mu);
+        absl::MutexLock lock(&s->mu);
         s->actions.push_back(a);
       }
       wake();
     }
     s->reader_done = true;
     {
-      std::lock_guard<std::mutex> lock(s->mu);
+      absl::MutexLock lock(&s->mu);
       s->broken = true;
     }
     wake();
@@ -180,7 +174,7 @@ bool Agent::Connect() {
 bool Agent::Send(const v1::AgentMessage& m) {
   if (!stream_ || !stream_->rw->Write(m)) {
     if (stream_) {
-      std::lock_guard<std::mutex> s(stream_->mu);
+      absl::MutexLock s(&stream_->mu);
       stream_->broken = true;
     }
     return false;
@@ -200,7 +194,7 @@ void Agent::Ack(int64_t action, const std::string& job, const absl::Status& s) {
 void Agent::HandleActions() {
   std::deque<v1::BrokerAction> actions;
   {
-    std::lock_guard<std::mutex> s(stream_->mu);
+    absl::MutexLock s(&stream_->mu);
     actions.swap(stream_->actions);
   }
   for (const auto& a : actions) {
@@ -246,7 +240,7 @@ void Agent::HandleActions() {
           Send(m);
           break;
         }
-        const int64_t left = a.evict().grace_deadline_ms() - NowMs();
+        const int64_t left = a.evict().grace_deadline_ms() - clock_->NowMs();
         spdlog::info("evict {} ({}): SIGTERM now, stopped in {} ms unless it leaves first", id, a.evict().reason(),
                      std::max<int64_t>(0, left));
         absl::Status s = driver_->Signal(id);
@@ -265,7 +259,7 @@ void Agent::HandleActions() {
 }
 
 void Agent::EnforceDeadlines() {
-  const int64_t now = NowMs();
+  const int64_t now = clock_->NowMs();
   for (const auto& [id, deadline] : draining_) {
     if (now < deadline || stopped_.contains(id)) continue;
     const ClusterJob* j = Find(view_, id);

@@ -20,16 +20,15 @@
 #define TIDEGATE_ADAPTERS_AGENT_AGENT_H_
 
 #include <atomic>
-#include <condition_variable>
 #include <cstdint>
 #include <deque>
 #include <map>
 #include <functional>
 #include <memory>
-#include <mutex>
 #include <set>
 #include <string>
 
+#include "adapters/agent/agent_clock.h"
 #include "adapters/agent/driver.h"
 #include "grpcpp/grpcpp.h"
 #include "tidegate/v1/agent.grpc.pb.h"
@@ -47,6 +46,9 @@ struct AgentOptions {
   // leads now, asked again whenever the stream to the broker ends or cannot
   // be opened. Unset: the channel given to the constructor, always.
   std::function<std::shared_ptr<grpc::Channel>()> find_leader;
+  // Time for grace deadlines and the waits between polls (agent_clock.h);
+  // unset: the system clock. Must outlive the agent.
+  AgentClock* clock = nullptr;
 };
 
 class Agent {
@@ -76,8 +78,8 @@ class Agent {
   std::unique_ptr<v1::AdmissionService::Stub> admission_;
   ClusterDriver* driver_;
   std::atomic<bool> stop_{false};
-  std::mutex sleep_mu_;
-  std::condition_variable sleep_cv_;
+  std::unique_ptr<AgentClock> own_clock_;  // when options_.clock is unset
+  AgentClock* clock_;
 
   std::unique_ptr<Stream> stream_;
   bool synced_ = false;

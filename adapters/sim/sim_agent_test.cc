@@ -1,12 +1,16 @@
 // The agent protocol end to end: the real tidegated (tests/support), an Agent
-// over a simulated cluster (SimDriver), gRPC between them. Grace periods are
-// 1 s so a reclaim completes in real time; waits are bounded, never timed.
-#include <chrono>
+// over a simulated cluster (SimDriver), gRPC between them. The agent runs on
+// a manual clock: each step of a wait lets it go to sleep, then moves its
+// time by one poll period, so its polls, backoffs and grace deadlines pass
+// without real sleeps. Waits are bounded, never timed.
 #include <fstream>
 #include <functional>
 #include <thread>
 
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
 #include "adapters/agent/agent.h"
+#include "adapters/agent/agent_clock.h"
 #include "adapters/sim/sim_driver.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -38,14 +42,7 @@ v1::JobSpec Job(const std::string& id, const std::string& team, int64_t gpus) {
   return j;
 }
 
-bool WaitFor(const std::function<bool()>& pred) {
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
-  while (std::chrono::steady_clock::now() < deadline) {
-    if (pred()) return true;
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  }
-  return pred();
-}
+constexpr int64_t kPollMs = 100;
 
 class SimAgentTest : public ::testing::Test {
  protected:
@@ -64,7 +61,8 @@ class SimAgentTest : public ::testing::Test {
     o.cluster = "sim";
     o.kind = v1::CLUSTER_KIND_SIMULATED;
     o.agent_id = "sim-test";
-    o.poll_ms = 100;
+    o.poll_ms = kPollMs;
+    o.clock = &clock_;
     agent_ = std::make_unique<Agent>(o, server_->Channel(), &cluster_);
     thread_ = std::thread([this] { agent_->Run(); });
   }
@@ -73,6 +71,16 @@ class SimAgentTest : public ::testing::Test {
     agent_->Stop();
     thread_.join();
     agent_.reset();
+  }
+  // Until `pred` holds, or 30 s of real time: each step waits for the agent
+  // to sleep, then moves its clock by a poll period.
+  bool WaitFor(const std::function<bool()>& pred) {
+    const absl::Time deadline = absl::Now() + absl::Seconds(30);
+    while (!pred()) {
+      if (absl::Now() > deadline) return false;
+      clock_.AdvanceWhenAsleep(kPollMs, absl::Milliseconds(100));
+    }
+    return true;
   }
   v1::JobState BrokerState(const std::string& id) {
     grpc::ClientContext ctx;
@@ -88,6 +96,7 @@ class SimAgentTest : public ::testing::Test {
   std::unique_ptr<testing::ServerProcess> server_;
   std::unique_ptr<v1::AdmissionService::Stub> admission_;
   SimDriver cluster_{{{"gpu", 16}}};
+  ManualAgentClock clock_{absl::ToUnixMillis(absl::Now())};  // grace deadlines come in the broker's Unix ms
   std::unique_ptr<Agent> agent_;
   std::thread thread_;
 };
@@ -155,7 +164,8 @@ TEST_F(SimAgentTest, SchedulerOutageLosesNothing) {
   ASSERT_TRUE(WaitFor([&] { return cluster_.PhaseOf("sim:r1") == JobPhase::kRunning; }));
   cluster_.SetDown(true);
   cluster_.Submit(Job("sim:r2", "research", 4));
-  std::this_thread::sleep_for(std::chrono::milliseconds(300));  // a few failed polls
+  const int64_t failed = cluster_.failed_observations();
+  ASSERT_TRUE(WaitFor([&] { return cluster_.failed_observations() >= failed + 3; }));  // a few failed polls, backing off
   EXPECT_EQ(BrokerState("sim:r1"), v1::JOB_STATE_ADMITTED);
   cluster_.SetDown(false);
   EXPECT_TRUE(WaitFor([&] { return cluster_.PhaseOf("sim:r2") == JobPhase::kRunning; }));
@@ -165,13 +175,15 @@ TEST_F(SimAgentTest, SchedulerOutageLosesNothing) {
 TEST_F(SimAgentTest, BrokerRestartIsReconciledFromTheAgentsView) {
   cluster_.Submit(Job("sim:r1", "research", 4));
   ASSERT_TRUE(WaitFor([&] { return cluster_.PhaseOf("sim:r1") == JobPhase::kRunning; }));
+  // The agent holds a channel to the old port: it is restarted on the new
+  // one. Stopped first: an idle agent on a clock that does not move would
+  // never retry, and gRPC's graceful shutdown waits seconds for its channel.
+  StopAgent();
   ASSERT_EQ(server_->Terminate(), 0);
   cluster_.Finish("sim:r1");
   cluster_.Submit(Job("sim:r2", "research", 4));
   ASSERT_TRUE(server_->Start()) << server_->Stderr();  // same ledger, new port
   admission_ = v1::AdmissionService::NewStub(server_->Channel());
-  // The agent holds a channel to the old port: restart it on the new one.
-  StopAgent();
   StartAgent();
   EXPECT_TRUE(WaitFor([&] { return cluster_.PhaseOf("sim:r2") == JobPhase::kRunning; }));
   EXPECT_TRUE(WaitFor([&] { return BrokerState("sim:r1") == v1::JOB_STATE_ENDED; }));

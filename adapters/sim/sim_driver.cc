@@ -3,7 +3,7 @@
 namespace tidegate::adapters {
 
 void SimDriver::Submit(const v1::JobSpec& spec) {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   Job& j = jobs_[spec.job()];
   j.job.id = spec.job();
   j.job.spec = spec;
@@ -12,7 +12,7 @@ void SimDriver::Submit(const v1::JobSpec& spec) {
 }
 
 void SimDriver::SubmitBad(const std::string& id, const std::string& problem) {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   Job& j = jobs_[id];
   j.job.id = id;
   j.job.problem = problem;
@@ -21,7 +21,7 @@ void SimDriver::SubmitBad(const std::string& id, const std::string& problem) {
 }
 
 void SimDriver::StartOutside(const v1::JobSpec& spec) {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   Job& j = jobs_[spec.job()];
   j.job.id = spec.job();
   j.job.spec = spec;
@@ -30,7 +30,7 @@ void SimDriver::StartOutside(const v1::JobSpec& spec) {
 }
 
 void SimDriver::Finish(const std::string& id) {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   if (auto it = jobs_.find(id); it != jobs_.end()) {
     it->second.job.phase = JobPhase::kEnded;
     it->second.job.state = "COMPLETED";
@@ -38,7 +38,7 @@ void SimDriver::Finish(const std::string& id) {
 }
 
 void SimDriver::ReleaseOutside(const std::string& id) {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   if (auto it = jobs_.find(id); it != jobs_.end()) {
     it->second.job.phase = JobPhase::kPending;
     it->second.job.state = "PENDING";
@@ -46,31 +46,39 @@ void SimDriver::ReleaseOutside(const std::string& id) {
 }
 
 void SimDriver::SetDown(bool down) {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   down_ = down;
 }
 
+int64_t SimDriver::failed_observations() {
+  absl::MutexLock lock(&mu_);
+  return failed_observations_;
+}
+
 JobPhase SimDriver::PhaseOf(const std::string& id) {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   auto it = jobs_.find(id);
   return it == jobs_.end() ? JobPhase::kEnded : it->second.job.phase;
 }
 
 bool SimDriver::Signalled(const std::string& id) {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   auto it = jobs_.find(id);
   return it != jobs_.end() && it->second.signalled;
 }
 
 std::string SimDriver::NoteOf(const std::string& id) {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   auto it = jobs_.find(id);
   return it == jobs_.end() ? "" : it->second.job.note;
 }
 
 absl::StatusOr<ClusterView> SimDriver::Observe() {
-  std::lock_guard<std::mutex> lock(mu_);
-  if (down_) return absl::UnavailableError("the simulated scheduler is down");
+  absl::MutexLock lock(&mu_);
+  if (down_) {
+    ++failed_observations_;
+    return absl::UnavailableError("the simulated scheduler is down");
+  }
   ClusterView v;
   v.capacity = capacity_;
   for (const auto& [id, j] : jobs_) v.jobs.push_back(j.job);
@@ -78,7 +86,7 @@ absl::StatusOr<ClusterView> SimDriver::Observe() {
 }
 
 absl::Status SimDriver::Start(const std::string& job) {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   auto it = jobs_.find(job);
   if (it == jobs_.end()) return absl::NotFoundError(job);
   if (it->second.job.phase == JobPhase::kWaiting) {
@@ -89,7 +97,7 @@ absl::Status SimDriver::Start(const std::string& job) {
 }
 
 absl::Status SimDriver::Signal(const std::string& job) {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   auto it = jobs_.find(job);
   if (it == jobs_.end()) return absl::NotFoundError(job);
   it->second.signalled = true;
@@ -97,7 +105,7 @@ absl::Status SimDriver::Signal(const std::string& job) {
 }
 
 absl::Status SimDriver::Stop(const std::string& job) {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   auto it = jobs_.find(job);
   if (it == jobs_.end()) return absl::OkStatus();
   it->second.job.phase = JobPhase::kEnded;
@@ -106,7 +114,7 @@ absl::Status SimDriver::Stop(const std::string& job) {
 }
 
 absl::Status SimDriver::Requeue(const std::string& job) {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   auto it = jobs_.find(job);
   if (it == jobs_.end()) return absl::NotFoundError(job);
   it->second.job.phase = JobPhase::kWaiting;
@@ -115,7 +123,7 @@ absl::Status SimDriver::Requeue(const std::string& job) {
 }
 
 absl::Status SimDriver::Hold(const std::string& job) {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   auto it = jobs_.find(job);
   if (it == jobs_.end()) return absl::NotFoundError(job);
   it->second.job.phase = JobPhase::kWaiting;
@@ -123,7 +131,7 @@ absl::Status SimDriver::Hold(const std::string& job) {
 }
 
 absl::Status SimDriver::Annotate(const std::string& job, const std::string& text) {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   auto it = jobs_.find(job);
   if (it == jobs_.end()) return absl::NotFoundError(job);
   it->second.job.note = text;

@@ -6,10 +6,12 @@
 #ifndef TIDEGATE_ADAPTERS_SIM_SIM_DRIVER_H_
 #define TIDEGATE_ADAPTERS_SIM_SIM_DRIVER_H_
 
+#include <cstdint>
 #include <map>
-#include <mutex>
 #include <string>
 
+#include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
 #include "adapters/agent/driver.h"
 
 namespace tidegate::adapters {
@@ -25,6 +27,7 @@ class SimDriver : public ClusterDriver {
   void Finish(const std::string& id);          // the job completes.
   void ReleaseOutside(const std::string& id);  // its user releases it: pending, unheld.
   void SetDown(bool down);                     // Observe fails while down.
+  int64_t failed_observations();               // Observe calls that failed so far.
   JobPhase PhaseOf(const std::string& id);     // kEnded when unknown.
   bool Signalled(const std::string& id);
   std::string NoteOf(const std::string& id);
@@ -43,10 +46,11 @@ class SimDriver : public ClusterDriver {
     ClusterJob job;
     bool signalled = false;
   };
-  std::mutex mu_;
-  std::map<std::string, int64_t> capacity_;  // guarded by mu_
-  std::map<std::string, Job> jobs_;          // guarded by mu_
-  bool down_ = false;                        // guarded by mu_
+  absl::Mutex mu_;
+  std::map<std::string, int64_t> capacity_ ABSL_GUARDED_BY(mu_);
+  std::map<std::string, Job> jobs_ ABSL_GUARDED_BY(mu_);
+  bool down_ ABSL_GUARDED_BY(mu_) = false;
+  int64_t failed_observations_ ABSL_GUARDED_BY(mu_) = 0;
 };
 
 }  // namespace tidegate::adapters

@@ -301,34 +301,19 @@ grpc::ServerUnaryReactor* AdmissionServiceImpl::GetJob(grpc::CallbackServerConte
 }
 
 // A WaitAdmission stream: the job's state now, then every change, until it
-// is admitted or gone. Kept alive by shared_ptrs until gRPC calls OnDone;
-// holds a stream slot until then.
+// is admitted or gone.
 class AdmissionServiceImpl::Waiter : public QueuedWriter<v1::WaitAdmissionResponse> {
  public:
   Waiter(AdmissionServiceImpl* svc, std::string job) : svc_(svc), job_(std::move(job)) {}
 
-  void Start(std::shared_ptr<Waiter> self, std::unique_ptr<StreamLimiter::Slot> slot) {
-    self_ = self;
-    slot_ = std::move(slot);
-    bool closing;
-    {
-      std::lock_guard<std::mutex> lock(svc_->mu_);
-      closing = svc_->closing_;
-      svc_->registry_[job_].push_back(self);
-    }
-    if (closing) {
+  void Start() {
+    if (!svc_->waiters_.Add(job_, self<Waiter>())) {
       // Opened after shutdown began: UNAVAILABLE (retry elsewhere or later),
       // never left for the server's shutdown deadline to CANCEL.
-      Close(grpc::Status(grpc::StatusCode::UNAVAILABLE, "the broker is shutting down; reconnect"));
+      Close(ShuttingDown());
       return;
     }
     Check();
-  }
-  // Ends the stream at once, before it was registered.
-  void Refuse(std::shared_ptr<Waiter> self, const grpc::Status& status) {
-    self_ = std::move(self);
-    std::lock_guard<std::recursive_mutex> lock(mu_);
-    Done(status);
   }
 
   // Compares the published job with what was last sent; thread-safe.
@@ -359,30 +344,14 @@ class AdmissionServiceImpl::Waiter : public QueuedWriter<v1::WaitAdmissionRespon
     }
   }
 
-  void OnDone() override {
-    std::shared_ptr<Waiter> self;
-    {
-      std::lock_guard<std::mutex> lock(svc_->mu_);
-      auto it = svc_->registry_.find(job_);
-      if (it != svc_->registry_.end()) {
-        auto& list = it->second;
-        list.erase(std::remove_if(list.begin(), list.end(), [&](const auto& w) { return w.get() == this; }),
-                   list.end());
-        if (list.empty()) svc_->registry_.erase(it);
-      }
-      self = std::move(self_);
-    }
-    slot_.reset();
-    // `self` may be the last reference: the object goes with it.
-  }
+ protected:
+  void Unregister() override { svc_->waiters_.Remove(job_, this); }
 
  private:
   AdmissionServiceImpl* svc_;
   std::string job_;
   bool sent_any_ = false;
   v1::JobInfo last_;
-  std::shared_ptr<Waiter> self_;
-  std::unique_ptr<StreamLimiter::Slot> slot_;
 };
 
 grpc::Status CheckStreamRequestSize(const google::protobuf::Message& request, const CoreLoop& loop, const char* what) {
@@ -396,38 +365,14 @@ grpc::Status CheckStreamRequestSize(const google::protobuf::Message& request, co
 
 grpc::ServerWriteReactor<v1::WaitAdmissionResponse>* AdmissionServiceImpl::WaitAdmission(
     grpc::CallbackServerContext* ctx, const v1::WaitAdmissionRequest* req) {
-  grpc::Status refused = CheckStreamRequestSize(*req, *loop_, "WaitAdmission");
-  std::unique_ptr<StreamLimiter::Slot> slot;
-  if (refused.ok() && streams_) refused = streams_->Acquire(ctx->peer(), "WaitAdmission", &slot);
-  auto waiter = std::make_shared<Waiter>(this, refused.ok() ? req->job() : std::string());
-  if (refused.ok()) waiter->Start(waiter, std::move(slot));
-  else waiter->Refuse(waiter, refused);
-  return waiter.get();
+  return OpenStream<Waiter>(ctx, streams_, "WaitAdmission", CheckStreamRequestSize(*req, *loop_, "WaitAdmission"),
+                            this, req->job());
 }
 
 void AdmissionServiceImpl::CloseStreams() {
-  std::vector<std::shared_ptr<Waiter>> waiters;
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    closing_ = true;
-    for (const auto& [job, list] : registry_) waiters.insert(waiters.end(), list.begin(), list.end());
-  }
-  for (auto& w : waiters) {
-    w->Close(grpc::Status(grpc::StatusCode::UNAVAILABLE, "the broker is shutting down; reconnect"));
-  }
+  waiters_.CloseAll(ShuttingDown());
 }
 
-void AdmissionServiceImpl::Notify(const PublishedChange& change) {
-  std::vector<std::shared_ptr<Waiter>> waiters;
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    if (registry_.empty()) return;
-    for (const auto& job : change.jobs) {
-      auto it = registry_.find(job);
-      if (it != registry_.end()) waiters.insert(waiters.end(), it->second.begin(), it->second.end());
-    }
-  }
-  for (auto& w : waiters) w->Check();
-}
+void AdmissionServiceImpl::Notify(const PublishedChange& change) { waiters_.Wake(change.jobs); }
 
 }  // namespace tidegate::service

@@ -1,15 +1,14 @@
 #include "broker/service/agent_service.h"
 
 #include <algorithm>
-#include <deque>
-#include <mutex>
-#include <optional>
 #include <string>
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
 #include "broker/service/auth_origin.h"
+#include "broker/service/queued_writer.h"
 #include "spdlog/spdlog.h"
 
 namespace tidegate::service {
@@ -33,27 +32,18 @@ Done LogProblems(std::string what) {
 
 }  // namespace
 
-// One agent's stream. Kept alive by shared_ptrs until gRPC calls OnDone.
-class AgentServiceImpl::Connection : public grpc::ServerBidiReactor<v1::AgentMessage, v1::BrokerAction> {
+// One agent's stream.
+class AgentServiceImpl::Connection
+    : public QueuedWriter<v1::BrokerAction, grpc::ServerBidiReactor<v1::AgentMessage, v1::BrokerAction>> {
  public:
-  // Opened inside the auth guard: the stream's principal is the current origin.
-  Connection(AgentServiceImpl* svc, std::string peer)
-      : svc_(svc), peer_(std::move(peer)), origin_(CurrentOrigin()) {}
+  // Opened inside the auth guard: the stream's principal is the current
+  // origin. `claim_check` (may be unset) vets hello.cluster.
+  Connection(AgentServiceImpl* svc, std::string peer, ClusterCheck claim_check)
+      : svc_(svc), peer_(std::move(peer)), origin_(CurrentOrigin()), claim_check_(std::move(claim_check)) {}
 
-  void Start(std::shared_ptr<Connection> self, std::unique_ptr<StreamLimiter::Slot> slot) {
-    self_ = std::move(self);
-    slot_ = std::move(slot);
-    StartRead(&in_);
-  }
-  // Ends the stream at once.
-  void Refuse(std::shared_ptr<Connection> self, const grpc::Status& status) {
-    self_ = std::move(self);
-    std::lock_guard<std::recursive_mutex> lock(mu_);
-    Done(status);
-  }
+  void Start() { StartRead(&in_); }
 
   const std::string& cluster() const { return cluster_; }
-  void SetClaimCheck(ClusterCheck check) { claim_check_ = std::move(check); }
 
   // LogProblems, and when the broker refused the command (its queue is full,
   // or the ledger refuses writes), ends the stream: the agent reconnects and
@@ -61,11 +51,7 @@ class AgentServiceImpl::Connection : public grpc::ServerBidiReactor<v1::AgentMes
   // Only these two: a command that ran and was rejected would be refused
   // again on replay.
   service::Done Logged(std::string what) {
-    std::weak_ptr<Connection> weak;
-    {
-      std::lock_guard<std::recursive_mutex> lock(mu_);
-      weak = self_;
-    }
+    std::weak_ptr<Connection> weak = self<Connection>();
     return [weak, log = LogProblems(std::move(what))](absl::StatusOr<Applied> applied) {
       if (!applied.ok() && (applied.status().code() == absl::StatusCode::kResourceExhausted ||
                             applied.status().code() == absl::StatusCode::kUnavailable)) {
@@ -89,13 +75,13 @@ class AgentServiceImpl::Connection : public grpc::ServerBidiReactor<v1::AgentMes
       Handle(in_);
     }
     std::lock_guard<std::recursive_mutex> lock(mu_);
-    if (!finished_) StartRead(&in_);
+    if (!finished()) StartRead(&in_);
   }
 
   // Queues the actions the published model calls for; thread-safe.
   void Check() {
     std::lock_guard<std::recursive_mutex> lock(mu_);
-    if (finished_ || cluster_.empty()) return;
+    if (finished() || cluster_.empty()) return;
     auto model = svc_->loop_->Published();
     absl::flat_hash_set<std::string> admitted, draining;
     for (const auto& j : model->Jobs("", v1::JOB_STATE_ADMITTED)) {
@@ -105,7 +91,7 @@ class AgentServiceImpl::Connection : public grpc::ServerBidiReactor<v1::AgentMes
         v1::BrokerAction a;
         a.mutable_start()->set_job(j->job());
         a.mutable_start()->set_replicas(j->replicas());
-        Send(std::move(a));
+        SendAction(std::move(a));
       }
     }
     for (const auto& j : model->Jobs("", v1::JOB_STATE_DRAINING)) {
@@ -120,7 +106,7 @@ class AgentServiceImpl::Connection : public grpc::ServerBidiReactor<v1::AgentMes
         a.mutable_evict()->set_job(j->job());
         a.mutable_evict()->set_grace_deadline_ms(deadline);
         a.mutable_evict()->set_reason(j->reason());
-        Send(std::move(a));
+        SendAction(std::move(a));
       }
     }
     // A job that left those states may be admitted again later (a requeued
@@ -135,39 +121,8 @@ class AgentServiceImpl::Connection : public grpc::ServerBidiReactor<v1::AgentMes
     }
   }
 
-  void Close(const grpc::Status& status) {
-    std::lock_guard<std::recursive_mutex> lock(mu_);
-    if (!writing_) Done(status);
-    else close_with_ = status;
-  }
-
-  void OnWriteDone(bool ok) override {
-    std::lock_guard<std::recursive_mutex> lock(mu_);
-    writing_ = false;
-    if (!ok) {
-      Done(grpc::Status(grpc::StatusCode::CANCELLED, "the agent went away"));
-      return;
-    }
-    if (close_with_) {
-      Done(*close_with_);
-      return;
-    }
-    Pump();
-  }
-  void OnCancel() override {
-    std::lock_guard<std::recursive_mutex> lock(mu_);
-    Done(grpc::Status(grpc::StatusCode::CANCELLED, "cancelled"));
-  }
-  void OnDone() override {
-    svc_->Forget(this);
-    std::shared_ptr<Connection> self;
-    {
-      std::lock_guard<std::recursive_mutex> lock(mu_);
-      self = std::move(self_);
-      slot_.reset();
-    }
-    // `self` may be the last reference: the object goes with it.
-  }
+ protected:
+  void Unregister() override { svc_->Forget(this); }
 
  private:
   void Handle(const v1::AgentMessage& m) {
@@ -178,7 +133,7 @@ class AgentServiceImpl::Connection : public grpc::ServerBidiReactor<v1::AgentMes
     std::string cluster;
     {
       std::lock_guard<std::recursive_mutex> lock(mu_);
-      if (finished_) return;
+      if (finished()) return;
       if (cluster_.empty()) {
         Done(grpc::Status(grpc::StatusCode::FAILED_PRECONDITION, "the first message must be hello"));
         return;
@@ -273,7 +228,7 @@ class AgentServiceImpl::Connection : public grpc::ServerBidiReactor<v1::AgentMes
     for (const auto& c : model->config().clusters()) known = known || c.name() == hello.cluster();
     {
       std::lock_guard<std::recursive_mutex> lock(mu_);
-      if (finished_) return;
+      if (finished()) return;
       if (!cluster_.empty()) {
         Done(grpc::Status(grpc::StatusCode::FAILED_PRECONDITION, "hello sent twice"));
         return;
@@ -296,7 +251,7 @@ class AgentServiceImpl::Connection : public grpc::ServerBidiReactor<v1::AgentMes
       agent_id_ = hello.agent_id();
     }
     spdlog::info("agent {} connected for cluster {} ({})", agent_id_, cluster_, peer_);
-    svc_->Claim(self_);
+    svc_->Claim(self<Connection>());
     Check();
   }
 
@@ -333,11 +288,7 @@ class AgentServiceImpl::Connection : public grpc::ServerBidiReactor<v1::AgentMes
     if (adopt.adopt().jobs_size() > 0) commands.push_back(std::move(adopt));
     spdlog::info("agent {}: view of {} jobs reconciled with {} commands", cluster, view.jobs_size(),
                  commands.size());
-    std::shared_ptr<Connection> self;
-    {
-      std::lock_guard<std::recursive_mutex> lock(mu_);
-      self = self_;
-    }
+    std::shared_ptr<Connection> self = this->self<Connection>();
     if (commands.empty()) {
       SendSynced(model.seq());
       return;
@@ -345,20 +296,20 @@ class AgentServiceImpl::Connection : public grpc::ServerBidiReactor<v1::AgentMes
     // `synced` tells the agent the broker holds its view: only when every
     // command of the reconcile was applied (a refused one ends the stream).
     struct Outcome {
-      std::mutex mu;
-      size_t left;
-      bool all_ok = true;
-      int64_t seq = 0;
+      explicit Outcome(size_t commands) : left(commands) {}
+      absl::Mutex mu;
+      size_t left ABSL_GUARDED_BY(mu);
+      bool all_ok ABSL_GUARDED_BY(mu) = true;
+      int64_t seq ABSL_GUARDED_BY(mu) = 0;
     };
-    auto outcome = std::make_shared<Outcome>();
-    outcome->left = commands.size();
+    auto outcome = std::make_shared<Outcome>(commands.size());
     for (size_t i = 0; i < commands.size(); ++i) {
       service::Done log = Logged(absl::StrCat("reconcile ", cluster));
       loop->Submit(std::move(commands[i]), [self, outcome, log](absl::StatusOr<Applied> applied) {
         bool send = false;
         int64_t seq = 0;
         {
-          std::lock_guard<std::mutex> lock(outcome->mu);
+          absl::MutexLock lock(&outcome->mu);
           if (applied.ok()) {
             outcome->seq = std::max(outcome->seq, applied->model->seq());
           } else {
@@ -377,73 +328,39 @@ class AgentServiceImpl::Connection : public grpc::ServerBidiReactor<v1::AgentMes
     v1::BrokerAction a;
     a.mutable_synced()->set_seq(seq);
     std::lock_guard<std::recursive_mutex> lock(mu_);
-    Send(std::move(a));
+    SendAction(std::move(a));
   }
 
-  // Call with mu_ held.
-  void Send(v1::BrokerAction a) {
-    if (finished_) return;
+  // Numbers the action (acks name it) and queues it. Call with mu_ held.
+  void SendAction(v1::BrokerAction a) {
+    if (finished()) return;
     a.set_action_id(++next_action_);
-    pending_.push_back(std::move(a));
-    Pump();
-  }
-  void Pump() {
-    if (finished_ || writing_ || pending_.empty()) return;
-    current_ = std::move(pending_.front());
-    pending_.pop_front();
-    writing_ = true;
-    StartWrite(&current_);
-  }
-  void Done(grpc::Status status) {
-    if (finished_) return;
-    finished_ = true;
-    Finish(status);
+    Send(std::move(a));
   }
 
   AgentServiceImpl* svc_;
   const std::string peer_;
   const v1::CommandOrigin origin_;  // who opened the stream, for the journal
   v1::AgentMessage in_;  // only the reader touches it.
-  std::recursive_mutex mu_;  // reactions may run inline with Check().
-  std::string cluster_;      // set once by hello; guarded by mu_
+  std::string cluster_;  // set once by hello; guarded by mu_
   std::string agent_id_;
-  bool finished_ = false;
-  bool writing_ = false;
   int64_t next_action_ = 0;
   absl::flat_hash_set<std::string> started_;           // start sent on this stream.
   absl::flat_hash_map<std::string, int64_t> evicted_;  // evict sent: job -> deadline.
-  std::deque<v1::BrokerAction> pending_;
-  v1::BrokerAction current_;
-  std::shared_ptr<Connection> self_;
-  std::unique_ptr<StreamLimiter::Slot> slot_;
-  std::optional<grpc::Status> close_with_;
-  ClusterCheck claim_check_;  // set before Start
+  const ClusterCheck claim_check_;
 };
 
 grpc::ServerBidiReactor<v1::AgentMessage, v1::BrokerAction>* AgentServiceImpl::Connect(
     grpc::CallbackServerContext* ctx) {
-  auto conn = std::make_shared<Connection>(this, ctx->peer());
-  std::unique_ptr<StreamLimiter::Slot> slot;
-  grpc::Status refused = streams_ ? streams_->Acquire(ctx->peer(), "Connect", &slot) : grpc::Status::OK;
-  if (claim_check_) conn->SetClaimCheck(claim_check_(ctx));
-  if (refused.ok()) conn->Start(conn, std::move(slot));
-  else conn->Refuse(conn, refused);
-  return conn.get();
+  return OpenStream<Connection>(ctx, streams_, "Connect", grpc::Status::OK, this, ctx->peer(),
+                                claim_check_ ? claim_check_(ctx) : ClusterCheck());
 }
 
 void AgentServiceImpl::Claim(const std::shared_ptr<Connection>& conn) {
   std::vector<std::shared_ptr<Connection>> replaced;
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    for (auto it = connections_.begin(); it != connections_.end();) {
-      if ((*it)->cluster() == conn->cluster()) {
-        replaced.push_back(*it);
-        it = connections_.erase(it);
-      } else {
-        ++it;
-      }
-    }
-    connections_.push_back(conn);
+  if (!connections_.Replace(conn->cluster(), conn, &replaced)) {
+    conn->Close(ShuttingDown());  // said hello after shutdown began.
+    return;
   }
   for (auto& old : replaced) {
     spdlog::warn("agent for cluster {}: a new stream replaces the old one", conn->cluster());
@@ -451,36 +368,12 @@ void AgentServiceImpl::Claim(const std::shared_ptr<Connection>& conn) {
   }
 }
 
-std::vector<std::string> AgentServiceImpl::ConnectedClusters() {
-  std::lock_guard<std::mutex> lock(mu_);
-  std::vector<std::string> clusters;
-  for (const auto& conn : connections_) clusters.push_back(conn->cluster());
-  return clusters;
-}
+std::vector<std::string> AgentServiceImpl::ConnectedClusters() { return connections_.Keys(); }
 
-void AgentServiceImpl::Forget(const Connection* conn) {
-  std::lock_guard<std::mutex> lock(mu_);
-  connections_.erase(std::remove_if(connections_.begin(), connections_.end(),
-                                    [&](const auto& c) { return c.get() == conn; }),
-                     connections_.end());
-}
+void AgentServiceImpl::Forget(const Connection* conn) { connections_.Remove(conn->cluster(), conn); }
 
-void AgentServiceImpl::Notify() {
-  std::vector<std::shared_ptr<Connection>> conns;
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    conns = connections_;
-  }
-  for (auto& c : conns) c->Check();
-}
+void AgentServiceImpl::Notify() { connections_.WakeAll(); }
 
-void AgentServiceImpl::CloseStreams() {
-  std::vector<std::shared_ptr<Connection>> conns;
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    conns = connections_;
-  }
-  for (auto& c : conns) c->Close(grpc::Status(grpc::StatusCode::UNAVAILABLE, "the broker is shutting down; reconnect"));
-}
+void AgentServiceImpl::CloseStreams() { connections_.CloseAll(ShuttingDown()); }
 
 }  // namespace tidegate::service

@@ -18,15 +18,14 @@
 #ifndef TIDEGATE_BROKER_SERVICE_AGENT_SERVICE_H_
 #define TIDEGATE_BROKER_SERVICE_AGENT_SERVICE_H_
 
+#include <functional>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <vector>
 
-#include <functional>
-
 #include "broker/service/core_loop.h"
 #include "broker/service/stream_limits.h"
+#include "broker/service/stream_registry.h"
 #include "tidegate/v1/agent.grpc.pb.h"
 
 namespace tidegate::service {
@@ -66,8 +65,7 @@ class AgentServiceImpl final : public v1::AgentService::CallbackService {
   CoreLoop* loop_;
   StreamLimiter* streams_;
   std::function<ClusterCheck(grpc::CallbackServerContext*)> claim_check_;
-  std::mutex mu_;
-  std::vector<std::shared_ptr<Connection>> connections_;  // guarded by mu_
+  StreamRegistry<Connection> connections_;  // by cluster, once it said hello
 };
 
 }  // namespace tidegate::service

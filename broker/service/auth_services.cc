@@ -1,6 +1,9 @@
 #include "broker/service/auth_services.h"
 
 #include "broker/service/auth_origin.h"
+#include "broker/service/elastic_service.h"
+#include "broker/service/forecast_service.h"
+#include "broker/service/services.h"
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
@@ -75,13 +78,13 @@ absl::Status Authenticator::Reload() {
   auto loaded = LoadPolicy(roles_path_, tokens_path_);
   if (!loaded.ok()) return loaded.status();
   auto next = std::make_shared<const Policy>(*std::move(loaded));
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   policy_ = std::move(next);
   return absl::OkStatus();
 }
 
 std::shared_ptr<const Policy> Authenticator::policy() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   return policy_;
 }
 
@@ -194,225 +197,285 @@ AgentServiceImpl::ClusterCheck Authenticator::AgentClusterCheck(const grpc::Serv
   };
 }
 
-// ---------------------------------------------------------------- admission
-
-grpc::ServerUnaryReactor* GuardedAdmission::Admit(grpc::CallbackServerContext* ctx, const v1::AdmitRequest* req,
-                                                  v1::AdmitResponse* resp) {
-  CallScope scope;
-  scope.team = req->job().team();
-  scope.cluster = req->job().cluster();
-  scope.job = req->job().job();
-  if (scope.cluster.empty()) {
-    // The service fills in the only cluster; the check must see the same one.
-    auto model = loop_->Published();
-    if (model->config().clusters_size() == 1) scope.cluster = model->config().clusters(0).name();
-  }
-  std::string who;
-  if (auto s = auth_->Check(*ctx, absl::StrCat(kAdmission, "Admit"), scope, &who); !s.ok()) return Refuse(ctx, s);
-  ScopedOrigin origin(who, ctx->peer());
-  return inner_->Admit(ctx, req, resp);
-}
-
-grpc::ServerWriteReactor<v1::WaitAdmissionResponse>* GuardedAdmission::WaitAdmission(
-    grpc::CallbackServerContext* ctx, const v1::WaitAdmissionRequest* req) {
-  std::string who;
-  if (auto s = auth_->Check(*ctx, absl::StrCat(kAdmission, "WaitAdmission"), JobScope(loop_, inner_, req->job()), &who);
-      !s.ok()) {
-    return new RefusedWriter<v1::WaitAdmissionResponse>(s);
-  }
-  ScopedOrigin origin(who, ctx->peer());
-  return inner_->WaitAdmission(ctx, req);
-}
-
-grpc::ServerUnaryReactor* GuardedAdmission::Release(grpc::CallbackServerContext* ctx, const v1::ReleaseRequest* req,
-                                                    v1::ReleaseResponse* resp) {
-  std::string who;
-  if (auto s = auth_->Check(*ctx, absl::StrCat(kAdmission, "Release"), JobScope(loop_, inner_, req->job()), &who); !s.ok()) {
-    return Refuse(ctx, s);
-  }
-  ScopedOrigin origin(who, ctx->peer());
-  return inner_->Release(ctx, req, resp);
-}
-
-grpc::ServerUnaryReactor* GuardedAdmission::ReportCheckpoint(grpc::CallbackServerContext* ctx,
-                                                             const v1::ReportCheckpointRequest* req,
-                                                             v1::ReportCheckpointResponse* resp) {
-  std::string who;
-  if (auto s = auth_->Check(*ctx, absl::StrCat(kAdmission, "ReportCheckpoint"), JobScope(loop_, inner_, req->job()), &who);
-      !s.ok()) {
-    return Refuse(ctx, s);
-  }
-  ScopedOrigin origin(who, ctx->peer());
-  return inner_->ReportCheckpoint(ctx, req, resp);
-}
-
-grpc::ServerUnaryReactor* GuardedAdmission::ListJobs(grpc::CallbackServerContext* ctx,
-                                                     const v1::ListJobsRequest* req, v1::ListJobsResponse* resp) {
-  CallScope scope;
-  scope.team = req->team();
-  scope.cluster = req->cluster();
-  std::string who;
-  if (auto s = auth_->Check(*ctx, absl::StrCat(kAdmission, "ListJobs"), scope, &who); !s.ok()) return Refuse(ctx, s);
-  ScopedOrigin origin(who, ctx->peer());
-  return inner_->ListJobs(ctx, req, resp);
-}
-
-grpc::ServerUnaryReactor* GuardedAdmission::GetJob(grpc::CallbackServerContext* ctx, const v1::GetJobRequest* req,
-                                                   v1::JobInfo* resp) {
-  std::string who;
-  if (auto s = auth_->Check(*ctx, absl::StrCat(kAdmission, "GetJob"), JobScope(loop_, inner_, req->job()), &who); !s.ok()) {
-    return Refuse(ctx, s);
-  }
-  ScopedOrigin origin(who, ctx->peer());
-  return inner_->GetJob(ctx, req, resp);
-}
-
-// ---------------------------------------------------------------- quota
+// ---------------------------------------------------------------- the guards
 
 namespace {
+
 CallScope TeamScope(const std::string& team) {
   CallScope scope;
   scope.team = team;
   return scope;
 }
-}  // namespace
 
-grpc::ServerUnaryReactor* GuardedQuota::GetTeam(grpc::CallbackServerContext* ctx, const v1::GetTeamRequest* req,
-                                                v1::TeamInfo* resp) {
-  std::string who;
-  if (auto s = auth_->Check(*ctx, absl::StrCat(kQuota, "GetTeam"), TeamScope(req->team()), &who); !s.ok()) {
-    return Refuse(ctx, s);
-  }
-  ScopedOrigin origin(who, ctx->peer());
-  return inner_->GetTeam(ctx, req, resp);
-}
-
-grpc::ServerUnaryReactor* GuardedQuota::ListTeams(grpc::CallbackServerContext* ctx, const v1::ListTeamsRequest* req,
-                                                  v1::ListTeamsResponse* resp) {
-  std::string who;
-  if (auto s = auth_->Check(*ctx, absl::StrCat(kQuota, "ListTeams"), {}, &who); !s.ok()) return Refuse(ctx, s);
-  ScopedOrigin origin(who, ctx->peer());
-  return inner_->ListTeams(ctx, req, resp);
-}
-
-grpc::ServerUnaryReactor* GuardedQuota::ListLoans(grpc::CallbackServerContext* ctx, const v1::ListLoansRequest* req,
-                                                  v1::ListLoansResponse* resp) {
-  std::string who;
-  if (auto s = auth_->Check(*ctx, absl::StrCat(kQuota, "ListLoans"), TeamScope(req->team()), &who); !s.ok()) {
-    return Refuse(ctx, s);
-  }
-  ScopedOrigin origin(who, ctx->peer());
-  return inner_->ListLoans(ctx, req, resp);
-}
-
-grpc::ServerUnaryReactor* GuardedQuota::GetUsage(grpc::CallbackServerContext* ctx, const v1::GetUsageRequest* req,
-                                                 v1::GetUsageResponse* resp) {
-  std::string who;
-  if (auto s = auth_->Check(*ctx, absl::StrCat(kQuota, "GetUsage"), TeamScope(req->team()), &who); !s.ok()) {
-    return Refuse(ctx, s);
-  }
-  ScopedOrigin origin(who, ctx->peer());
-  return inner_->GetUsage(ctx, req, resp);
-}
-
-grpc::ServerUnaryReactor* GuardedQuota::ApplyConfig(grpc::CallbackServerContext* ctx,
-                                                    const v1::ApplyConfigRequest* req,
-                                                    v1::ApplyConfigResponse* resp) {
-  std::string who;
-  if (auto s = auth_->Check(*ctx, absl::StrCat(kQuota, "ApplyConfig"), {}, &who); !s.ok()) return Refuse(ctx, s);
-  if (!req->dry_run()) {
-    spdlog::info("audit: ApplyConfig by '{}' ({})", who, ctx->peer());
-  }
-  ScopedOrigin origin(who, ctx->peer());
-  return inner_->ApplyConfig(ctx, req, resp);
-}
-
-// ---------------------------------------------------------------- forecast
-
-grpc::ServerUnaryReactor* GuardedForecast::Forecast(grpc::CallbackServerContext* ctx, const v1::ForecastRequest* req,
-                                                    v1::ForecastResponse* resp) {
-  std::string who;
-  if (auto s = auth_->Check(*ctx, absl::StrCat(kForecast, "Forecast"), TeamScope(req->series().team()), &who); !s.ok()) {
-    return Refuse(ctx, s);
-  }
-  ScopedOrigin origin(who, ctx->peer());
-  return inner_->Forecast(ctx, req, resp);
-}
-
-grpc::ServerUnaryReactor* GuardedForecast::RecommendReservations(grpc::CallbackServerContext* ctx,
-                                                                 const v1::RecommendReservationsRequest* req,
-                                                                 v1::RecommendReservationsResponse* resp) {
-  std::string who;
-  if (auto s = auth_->Check(*ctx, absl::StrCat(kForecast, "RecommendReservations"), TeamScope(req->series().team()), &who);
-      !s.ok()) {
-    return Refuse(ctx, s);
-  }
-  ScopedOrigin origin(who, ctx->peer());
-  return inner_->RecommendReservations(ctx, req, resp);
-}
-
-grpc::ServerUnaryReactor* GuardedForecast::ProposeTide(grpc::CallbackServerContext* ctx,
-                                                       const v1::ProposeTideRequest* req,
-                                                       v1::ProposeTideResponse* resp) {
-  std::string who;
-  if (auto s = auth_->Check(*ctx, absl::StrCat(kForecast, "ProposeTide"), TeamScope(req->series().team()), &who);
-      !s.ok()) {
-    return Refuse(ctx, s);
-  }
-  ScopedOrigin origin(who, ctx->peer());
-  return inner_->ProposeTide(ctx, req, resp);
-}
-
-// ---------------------------------------------------------------- elastic, agents, diagnostics
-
-namespace {
 CallScope JobIdScope(const std::string& job) {
   CallScope scope;
   scope.job = job;
   return scope;
 }
+
+class GuardedAdmission final : public v1::AdmissionService::CallbackService {
+ public:
+  GuardedAdmission(AdmissionServiceImpl* inner, const Authenticator* auth, CoreLoop* loop)
+      : inner_(inner), auth_(auth), loop_(loop) {}
+
+  grpc::ServerUnaryReactor* Admit(grpc::CallbackServerContext* ctx, const v1::AdmitRequest* req,
+      v1::AdmitResponse* resp) override {
+    CallScope scope;
+    scope.team = req->job().team();
+    scope.cluster = req->job().cluster();
+    scope.job = req->job().job();
+    if (scope.cluster.empty()) {
+      // The service fills in the only cluster; the check must see the same one.
+      auto model = loop_->Published();
+      if (model->config().clusters_size() == 1) scope.cluster = model->config().clusters(0).name();
+    }
+    std::string who;
+    if (auto s = auth_->Check(*ctx, absl::StrCat(kAdmission, "Admit"), scope, &who); !s.ok()) return Refuse(ctx, s);
+    ScopedOrigin origin(who, ctx->peer());
+    return inner_->Admit(ctx, req, resp);
+  }
+
+  grpc::ServerWriteReactor<v1::WaitAdmissionResponse>* WaitAdmission(
+      grpc::CallbackServerContext* ctx, const v1::WaitAdmissionRequest* req) override {
+    std::string who;
+    if (auto s = auth_->Check(*ctx, absl::StrCat(kAdmission, "WaitAdmission"), JobScope(loop_, inner_, req->job()), &who);
+        !s.ok()) {
+      return new RefusedWriter<v1::WaitAdmissionResponse>(s);
+    }
+    ScopedOrigin origin(who, ctx->peer());
+    return inner_->WaitAdmission(ctx, req);
+  }
+
+  grpc::ServerUnaryReactor* Release(grpc::CallbackServerContext* ctx, const v1::ReleaseRequest* req,
+      v1::ReleaseResponse* resp) override {
+    std::string who;
+    if (auto s = auth_->Check(*ctx, absl::StrCat(kAdmission, "Release"), JobScope(loop_, inner_, req->job()), &who); !s.ok()) {
+      return Refuse(ctx, s);
+    }
+    ScopedOrigin origin(who, ctx->peer());
+    return inner_->Release(ctx, req, resp);
+  }
+
+  grpc::ServerUnaryReactor* ReportCheckpoint(grpc::CallbackServerContext* ctx,
+      const v1::ReportCheckpointRequest* req,
+      v1::ReportCheckpointResponse* resp) override {
+    std::string who;
+    if (auto s = auth_->Check(*ctx, absl::StrCat(kAdmission, "ReportCheckpoint"), JobScope(loop_, inner_, req->job()), &who);
+        !s.ok()) {
+      return Refuse(ctx, s);
+    }
+    ScopedOrigin origin(who, ctx->peer());
+    return inner_->ReportCheckpoint(ctx, req, resp);
+  }
+
+  grpc::ServerUnaryReactor* ListJobs(grpc::CallbackServerContext* ctx,
+      const v1::ListJobsRequest* req, v1::ListJobsResponse* resp) override {
+    CallScope scope;
+    scope.team = req->team();
+    scope.cluster = req->cluster();
+    std::string who;
+    if (auto s = auth_->Check(*ctx, absl::StrCat(kAdmission, "ListJobs"), scope, &who); !s.ok()) return Refuse(ctx, s);
+    ScopedOrigin origin(who, ctx->peer());
+    return inner_->ListJobs(ctx, req, resp);
+  }
+
+  grpc::ServerUnaryReactor* GetJob(grpc::CallbackServerContext* ctx, const v1::GetJobRequest* req,
+      v1::JobInfo* resp) override {
+    std::string who;
+    if (auto s = auth_->Check(*ctx, absl::StrCat(kAdmission, "GetJob"), JobScope(loop_, inner_, req->job()), &who); !s.ok()) {
+      return Refuse(ctx, s);
+    }
+    ScopedOrigin origin(who, ctx->peer());
+    return inner_->GetJob(ctx, req, resp);
+  }
+
+ private:
+  AdmissionServiceImpl* inner_;
+  const Authenticator* auth_;
+  CoreLoop* loop_;
+};
+
+class GuardedQuota final : public v1::QuotaService::CallbackService {
+ public:
+  GuardedQuota(QuotaServiceImpl* inner, const Authenticator* auth) : inner_(inner), auth_(auth) {}
+
+  grpc::ServerUnaryReactor* GetTeam(grpc::CallbackServerContext* ctx, const v1::GetTeamRequest* req,
+      v1::TeamInfo* resp) override {
+    std::string who;
+    if (auto s = auth_->Check(*ctx, absl::StrCat(kQuota, "GetTeam"), TeamScope(req->team()), &who); !s.ok()) {
+      return Refuse(ctx, s);
+    }
+    ScopedOrigin origin(who, ctx->peer());
+    return inner_->GetTeam(ctx, req, resp);
+  }
+
+  grpc::ServerUnaryReactor* ListTeams(grpc::CallbackServerContext* ctx, const v1::ListTeamsRequest* req,
+      v1::ListTeamsResponse* resp) override {
+    std::string who;
+    if (auto s = auth_->Check(*ctx, absl::StrCat(kQuota, "ListTeams"), {}, &who); !s.ok()) return Refuse(ctx, s);
+    ScopedOrigin origin(who, ctx->peer());
+    return inner_->ListTeams(ctx, req, resp);
+  }
+
+  grpc::ServerUnaryReactor* ListLoans(grpc::CallbackServerContext* ctx, const v1::ListLoansRequest* req,
+      v1::ListLoansResponse* resp) override {
+    std::string who;
+    if (auto s = auth_->Check(*ctx, absl::StrCat(kQuota, "ListLoans"), TeamScope(req->team()), &who); !s.ok()) {
+      return Refuse(ctx, s);
+    }
+    ScopedOrigin origin(who, ctx->peer());
+    return inner_->ListLoans(ctx, req, resp);
+  }
+
+  grpc::ServerUnaryReactor* GetUsage(grpc::CallbackServerContext* ctx, const v1::GetUsageRequest* req,
+      v1::GetUsageResponse* resp) override {
+    std::string who;
+    if (auto s = auth_->Check(*ctx, absl::StrCat(kQuota, "GetUsage"), TeamScope(req->team()), &who); !s.ok()) {
+      return Refuse(ctx, s);
+    }
+    ScopedOrigin origin(who, ctx->peer());
+    return inner_->GetUsage(ctx, req, resp);
+  }
+
+  grpc::ServerUnaryReactor* ApplyConfig(grpc::CallbackServerContext* ctx,
+      const v1::ApplyConfigRequest* req,
+      v1::ApplyConfigResponse* resp) override {
+    std::string who;
+    if (auto s = auth_->Check(*ctx, absl::StrCat(kQuota, "ApplyConfig"), {}, &who); !s.ok()) return Refuse(ctx, s);
+    if (!req->dry_run()) {
+      spdlog::info("audit: ApplyConfig by '{}' ({})", who, ctx->peer());
+    }
+    ScopedOrigin origin(who, ctx->peer());
+    return inner_->ApplyConfig(ctx, req, resp);
+  }
+
+ private:
+  QuotaServiceImpl* inner_;
+  const Authenticator* auth_;
+};
+
+class GuardedForecast final : public v1::ForecastService::CallbackService {
+ public:
+  GuardedForecast(ForecastServiceImpl* inner, const Authenticator* auth) : inner_(inner), auth_(auth) {}
+
+  grpc::ServerUnaryReactor* Forecast(grpc::CallbackServerContext* ctx, const v1::ForecastRequest* req,
+      v1::ForecastResponse* resp) override {
+    std::string who;
+    if (auto s = auth_->Check(*ctx, absl::StrCat(kForecast, "Forecast"), TeamScope(req->series().team()), &who); !s.ok()) {
+      return Refuse(ctx, s);
+    }
+    ScopedOrigin origin(who, ctx->peer());
+    return inner_->Forecast(ctx, req, resp);
+  }
+
+  grpc::ServerUnaryReactor* RecommendReservations(grpc::CallbackServerContext* ctx,
+      const v1::RecommendReservationsRequest* req,
+      v1::RecommendReservationsResponse* resp) override {
+    std::string who;
+    if (auto s = auth_->Check(*ctx, absl::StrCat(kForecast, "RecommendReservations"), TeamScope(req->series().team()), &who);
+        !s.ok()) {
+      return Refuse(ctx, s);
+    }
+    ScopedOrigin origin(who, ctx->peer());
+    return inner_->RecommendReservations(ctx, req, resp);
+  }
+
+  grpc::ServerUnaryReactor* ProposeTide(grpc::CallbackServerContext* ctx,
+      const v1::ProposeTideRequest* req,
+      v1::ProposeTideResponse* resp) override {
+    std::string who;
+    if (auto s = auth_->Check(*ctx, absl::StrCat(kForecast, "ProposeTide"), TeamScope(req->series().team()), &who);
+        !s.ok()) {
+      return Refuse(ctx, s);
+    }
+    ScopedOrigin origin(who, ctx->peer());
+    return inner_->ProposeTide(ctx, req, resp);
+  }
+
+ private:
+  ForecastServiceImpl* inner_;
+  const Authenticator* auth_;
+};
+
+class GuardedElastic final : public v1::ElasticService::CallbackService {
+ public:
+  GuardedElastic(ElasticServiceImpl* inner, const Authenticator* auth) : inner_(inner), auth_(auth) {}
+
+  grpc::ServerWriteReactor<v1::ResizeRequest>* WatchResizes(grpc::CallbackServerContext* ctx,
+      const v1::WatchResizesRequest* req) override {
+    std::string who;
+    if (auto s = auth_->Check(*ctx, absl::StrCat(kElastic, "WatchResizes"), JobIdScope(req->job()), &who); !s.ok()) {
+      return new RefusedWriter<v1::ResizeRequest>(s);
+    }
+    ScopedOrigin origin(who, ctx->peer());
+    return inner_->WatchResizes(ctx, req);
+  }
+
+  grpc::ServerUnaryReactor* AckResize(grpc::CallbackServerContext* ctx,
+      const v1::AckResizeRequest* req, v1::AckResizeResponse* resp) override {
+    std::string who;
+    if (auto s = auth_->Check(*ctx, absl::StrCat(kElastic, "AckResize"), JobIdScope(req->job()), &who); !s.ok()) {
+      return Refuse(ctx, s);
+    }
+    ScopedOrigin origin(who, ctx->peer());
+    return inner_->AckResize(ctx, req, resp);
+  }
+
+ private:
+  ElasticServiceImpl* inner_;
+  const Authenticator* auth_;
+};
+
+class GuardedAgents final : public v1::AgentService::CallbackService {
+ public:
+  GuardedAgents(AgentServiceImpl* inner, const Authenticator* auth) : inner_(inner), auth_(auth) {
+    if (!auth_->open()) {
+      inner_->SetClaimCheck([auth](grpc::CallbackServerContext* ctx) { return auth->AgentClusterCheck(*ctx); });
+    }
+  }
+
+  grpc::ServerBidiReactor<v1::AgentMessage, v1::BrokerAction>* Connect(
+      grpc::CallbackServerContext* ctx) override {
+    std::string who;
+    if (auto s = auth_->Check(*ctx, "/tidegate.v1.AgentService/Connect", {}, &who); !s.ok()) return new RefusedAgent(s);
+    ScopedOrigin origin(who, ctx->peer());
+    return inner_->Connect(ctx);
+  }
+
+ private:
+  AgentServiceImpl* inner_;
+  const Authenticator* auth_;
+};
+
+class GuardedDiagnostics final : public v1::DiagnosticsService::CallbackService {
+ public:
+  GuardedDiagnostics(DiagnosticsServiceImpl* inner, const Authenticator* auth) : inner_(inner), auth_(auth) {}
+
+  grpc::ServerUnaryReactor* Ping(grpc::CallbackServerContext* ctx, const v1::PingRequest* req,
+      v1::PingResponse* resp) override {
+    std::string who;
+    if (auto s = auth_->Check(*ctx, "/tidegate.v1.DiagnosticsService/Ping", {}, &who); !s.ok()) return Refuse(ctx, s);
+    ScopedOrigin origin(who, ctx->peer());
+    return inner_->Ping(ctx, req, resp);
+  }
+
+ private:
+  DiagnosticsServiceImpl* inner_;
+  const Authenticator* auth_;
+};
+
 }  // namespace
 
-grpc::ServerWriteReactor<v1::ResizeRequest>* GuardedElastic::WatchResizes(grpc::CallbackServerContext* ctx,
-                                                                         const v1::WatchResizesRequest* req) {
-  std::string who;
-  if (auto s = auth_->Check(*ctx, absl::StrCat(kElastic, "WatchResizes"), JobIdScope(req->job()), &who); !s.ok()) {
-    return new RefusedWriter<v1::ResizeRequest>(s);
-  }
-  ScopedOrigin origin(who, ctx->peer());
-  return inner_->WatchResizes(ctx, req);
-}
-
-grpc::ServerUnaryReactor* GuardedElastic::AckResize(grpc::CallbackServerContext* ctx,
-                                                    const v1::AckResizeRequest* req, v1::AckResizeResponse* resp) {
-  std::string who;
-  if (auto s = auth_->Check(*ctx, absl::StrCat(kElastic, "AckResize"), JobIdScope(req->job()), &who); !s.ok()) {
-    return Refuse(ctx, s);
-  }
-  ScopedOrigin origin(who, ctx->peer());
-  return inner_->AckResize(ctx, req, resp);
-}
-
-GuardedAgents::GuardedAgents(AgentServiceImpl* inner, const Authenticator* auth) : inner_(inner), auth_(auth) {
-  if (!auth_->open()) {
-    inner_->SetClaimCheck([auth](grpc::CallbackServerContext* ctx) { return auth->AgentClusterCheck(*ctx); });
-  }
-}
-
-grpc::ServerBidiReactor<v1::AgentMessage, v1::BrokerAction>* GuardedAgents::Connect(
-    grpc::CallbackServerContext* ctx) {
-  std::string who;
-  if (auto s = auth_->Check(*ctx, "/tidegate.v1.AgentService/Connect", {}, &who); !s.ok()) return new RefusedAgent(s);
-  ScopedOrigin origin(who, ctx->peer());
-  return inner_->Connect(ctx);
-}
-
-grpc::ServerUnaryReactor* GuardedDiagnostics::Ping(grpc::CallbackServerContext* ctx, const v1::PingRequest* req,
-                                                   v1::PingResponse* resp) {
-  std::string who;
-  if (auto s = auth_->Check(*ctx, "/tidegate.v1.DiagnosticsService/Ping", {}, &who); !s.ok()) return Refuse(ctx, s);
-  ScopedOrigin origin(who, ctx->peer());
-  return inner_->Ping(ctx, req, resp);
+std::vector<std::unique_ptr<grpc::Service>> GuardServices(const Services& services, const Authenticator* auth,
+                                                          CoreLoop* loop) {
+  std::vector<std::unique_ptr<grpc::Service>> guards;
+  guards.push_back(std::make_unique<GuardedAdmission>(services.admission, auth, loop));
+  guards.push_back(std::make_unique<GuardedQuota>(services.quota, auth));
+  guards.push_back(std::make_unique<GuardedForecast>(services.forecast, auth));
+  guards.push_back(std::make_unique<GuardedDiagnostics>(services.diagnostics, auth));
+  guards.push_back(std::make_unique<GuardedAgents>(services.agents, auth));
+  guards.push_back(std::make_unique<GuardedElastic>(services.elastic, auth));
+  return guards;
 }
 
 }  // namespace tidegate::service::auth

@@ -14,17 +14,24 @@
 #include <atomic>
 #include <chrono>
 #include <memory>
-#include <mutex>
 #include <string>
+#include <vector>
 
+#include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
 #include "broker/service/agent_service.h"
 #include "broker/service/auth_files.h"
 #include "broker/service/core_loop.h"
-#include "broker/service/elastic_service.h"
-#include "broker/service/forecast_service.h"
-#include "broker/service/services.h"
 #include "grpcpp/grpcpp.h"
+
+namespace tidegate::service {
+class AdmissionServiceImpl;
+class DiagnosticsServiceImpl;
+class ElasticServiceImpl;
+class ForecastServiceImpl;
+class QuotaServiceImpl;
+}  // namespace tidegate::service
 
 namespace tidegate::service::auth {
 
@@ -76,106 +83,27 @@ class Authenticator {
   std::shared_ptr<const Policy> policy() const;
 
   std::string roles_path_, tokens_path_;
-  mutable std::mutex mu_;
-  std::shared_ptr<const Policy> policy_;  // guarded by mu_
+  mutable absl::Mutex mu_;
+  std::shared_ptr<const Policy> policy_ ABSL_GUARDED_BY(mu_);
   std::atomic<bool> draining_{false};
   mutable std::atomic<int64_t> last_call_ns_{0};  // steady clock; while draining
 };
 
-// The guarded services; each forwards allowed calls to `inner`.
-class GuardedAdmission final : public v1::AdmissionService::CallbackService {
- public:
-  GuardedAdmission(AdmissionServiceImpl* inner, const Authenticator* auth, CoreLoop* loop)
-      : inner_(inner), auth_(auth), loop_(loop) {}
-  grpc::ServerUnaryReactor* Admit(grpc::CallbackServerContext* ctx, const v1::AdmitRequest* req,
-                                  v1::AdmitResponse* resp) override;
-  grpc::ServerWriteReactor<v1::WaitAdmissionResponse>* WaitAdmission(grpc::CallbackServerContext* ctx,
-                                                                     const v1::WaitAdmissionRequest* req) override;
-  grpc::ServerUnaryReactor* Release(grpc::CallbackServerContext* ctx, const v1::ReleaseRequest* req,
-                                    v1::ReleaseResponse* resp) override;
-  grpc::ServerUnaryReactor* ReportCheckpoint(grpc::CallbackServerContext* ctx,
-                                             const v1::ReportCheckpointRequest* req,
-                                             v1::ReportCheckpointResponse* resp) override;
-  grpc::ServerUnaryReactor* ListJobs(grpc::CallbackServerContext* ctx, const v1::ListJobsRequest* req,
-                                     v1::ListJobsResponse* resp) override;
-  grpc::ServerUnaryReactor* GetJob(grpc::CallbackServerContext* ctx, const v1::GetJobRequest* req,
-                                   v1::JobInfo* resp) override;
-
- private:
-  AdmissionServiceImpl* inner_;
-  const Authenticator* auth_;
-  CoreLoop* loop_;
+// The services a guard stands in front of; they outlive the guards.
+struct Services {
+  AdmissionServiceImpl* admission;
+  QuotaServiceImpl* quota;
+  ForecastServiceImpl* forecast;
+  DiagnosticsServiceImpl* diagnostics;
+  AgentServiceImpl* agents;
+  ElasticServiceImpl* elastic;
 };
 
-class GuardedQuota final : public v1::QuotaService::CallbackService {
- public:
-  GuardedQuota(QuotaServiceImpl* inner, const Authenticator* auth) : inner_(inner), auth_(auth) {}
-  grpc::ServerUnaryReactor* GetTeam(grpc::CallbackServerContext* ctx, const v1::GetTeamRequest* req,
-                                    v1::TeamInfo* resp) override;
-  grpc::ServerUnaryReactor* ListTeams(grpc::CallbackServerContext* ctx, const v1::ListTeamsRequest* req,
-                                      v1::ListTeamsResponse* resp) override;
-  grpc::ServerUnaryReactor* ListLoans(grpc::CallbackServerContext* ctx, const v1::ListLoansRequest* req,
-                                      v1::ListLoansResponse* resp) override;
-  grpc::ServerUnaryReactor* GetUsage(grpc::CallbackServerContext* ctx, const v1::GetUsageRequest* req,
-                                     v1::GetUsageResponse* resp) override;
-  grpc::ServerUnaryReactor* ApplyConfig(grpc::CallbackServerContext* ctx, const v1::ApplyConfigRequest* req,
-                                        v1::ApplyConfigResponse* resp) override;
-
- private:
-  QuotaServiceImpl* inner_;
-  const Authenticator* auth_;
-};
-
-class GuardedForecast final : public v1::ForecastService::CallbackService {
- public:
-  GuardedForecast(ForecastServiceImpl* inner, const Authenticator* auth) : inner_(inner), auth_(auth) {}
-  grpc::ServerUnaryReactor* Forecast(grpc::CallbackServerContext* ctx, const v1::ForecastRequest* req,
-                                     v1::ForecastResponse* resp) override;
-  grpc::ServerUnaryReactor* RecommendReservations(grpc::CallbackServerContext* ctx,
-                                                  const v1::RecommendReservationsRequest* req,
-                                                  v1::RecommendReservationsResponse* resp) override;
-  grpc::ServerUnaryReactor* ProposeTide(grpc::CallbackServerContext* ctx, const v1::ProposeTideRequest* req,
-                                        v1::ProposeTideResponse* resp) override;
-
- private:
-  ForecastServiceImpl* inner_;
-  const Authenticator* auth_;
-};
-
-class GuardedElastic final : public v1::ElasticService::CallbackService {
- public:
-  GuardedElastic(ElasticServiceImpl* inner, const Authenticator* auth) : inner_(inner), auth_(auth) {}
-  grpc::ServerWriteReactor<v1::ResizeRequest>* WatchResizes(grpc::CallbackServerContext* ctx,
-                                                           const v1::WatchResizesRequest* req) override;
-  grpc::ServerUnaryReactor* AckResize(grpc::CallbackServerContext* ctx, const v1::AckResizeRequest* req,
-                                      v1::AckResizeResponse* resp) override;
-
- private:
-  ElasticServiceImpl* inner_;
-  const Authenticator* auth_;
-};
-
-class GuardedAgents final : public v1::AgentService::CallbackService {
- public:
-  // Also installs the hello check on `inner`.
-  GuardedAgents(AgentServiceImpl* inner, const Authenticator* auth);
-  grpc::ServerBidiReactor<v1::AgentMessage, v1::BrokerAction>* Connect(grpc::CallbackServerContext* ctx) override;
-
- private:
-  AgentServiceImpl* inner_;
-  const Authenticator* auth_;
-};
-
-class GuardedDiagnostics final : public v1::DiagnosticsService::CallbackService {
- public:
-  GuardedDiagnostics(DiagnosticsServiceImpl* inner, const Authenticator* auth) : inner_(inner), auth_(auth) {}
-  grpc::ServerUnaryReactor* Ping(grpc::CallbackServerContext* ctx, const v1::PingRequest* req,
-                                 v1::PingResponse* resp) override;
-
- private:
-  DiagnosticsServiceImpl* inner_;
-  const Authenticator* auth_;
-};
+// One guard per service, to register on the server instead of the service:
+// each checks the call, then forwards it unchanged to the service. Installs
+// the hello check on `services.agents`. The guards must outlive the server.
+std::vector<std::unique_ptr<grpc::Service>> GuardServices(const Services& services, const Authenticator* auth,
+                                                          CoreLoop* loop);
 
 }  // namespace tidegate::service::auth
 

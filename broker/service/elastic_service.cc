@@ -1,33 +1,22 @@
 #include "broker/service/elastic_service.h"
 
-#include <algorithm>
-
 #include "absl/strings/str_cat.h"
 #include "broker/service/queued_writer.h"
 #include "broker/service/services.h"
 
 namespace tidegate::service {
 
-// One WatchResizes stream. Kept alive by shared_ptrs until gRPC calls OnDone;
-// holds a stream slot until then.
+// One WatchResizes stream.
 class ElasticServiceImpl::Watcher : public QueuedWriter<v1::ResizeRequest> {
  public:
   Watcher(ElasticServiceImpl* svc, std::string job) : svc_(svc), job_(std::move(job)) {}
 
-  void Start(std::shared_ptr<Watcher> self, std::unique_ptr<StreamLimiter::Slot> slot) {
-    self_ = self;
-    slot_ = std::move(slot);
-    {
-      std::lock_guard<std::mutex> lock(svc_->mu_);
-      svc_->registry_[job_].push_back(self);
+  void Start() {
+    if (!svc_->watchers_.Add(job_, self<Watcher>())) {
+      Close(ShuttingDown());  // opened after shutdown began.
+      return;
     }
     Check();
-  }
-  // Ends the stream at once, before it was registered.
-  void Refuse(std::shared_ptr<Watcher> self, const grpc::Status& status) {
-    self_ = std::move(self);
-    std::lock_guard<std::recursive_mutex> lock(mu_);
-    Done(status);
   }
 
   // Sends the job's pending request if it is newer than the last one sent.
@@ -56,40 +45,20 @@ class ElasticServiceImpl::Watcher : public QueuedWriter<v1::ResizeRequest> {
     }
   }
 
-  void OnDone() override {
-    std::shared_ptr<Watcher> self;
-    {
-      std::lock_guard<std::mutex> lock(svc_->mu_);
-      auto it = svc_->registry_.find(job_);
-      if (it != svc_->registry_.end()) {
-        auto& list = it->second;
-        list.erase(std::remove_if(list.begin(), list.end(), [&](const auto& w) { return w.get() == this; }),
-                   list.end());
-        if (list.empty()) svc_->registry_.erase(it);
-      }
-      self = std::move(self_);
-    }
-    slot_.reset();
-  }
+ protected:
+  void Unregister() override { svc_->watchers_.Remove(job_, this); }
 
  private:
   ElasticServiceImpl* svc_;
   std::string job_;
   bool checked_ = false;
   int64_t last_epoch_ = 0;
-  std::shared_ptr<Watcher> self_;
-  std::unique_ptr<StreamLimiter::Slot> slot_;
 };
 
 grpc::ServerWriteReactor<v1::ResizeRequest>* ElasticServiceImpl::WatchResizes(grpc::CallbackServerContext* ctx,
                                                                              const v1::WatchResizesRequest* req) {
-  grpc::Status refused = CheckStreamRequestSize(*req, *loop_, "WatchResizes");
-  std::unique_ptr<StreamLimiter::Slot> slot;
-  if (refused.ok() && streams_) refused = streams_->Acquire(ctx->peer(), "WatchResizes", &slot);
-  auto watcher = std::make_shared<Watcher>(this, refused.ok() ? req->job() : std::string());
-  if (refused.ok()) watcher->Start(watcher, std::move(slot));
-  else watcher->Refuse(watcher, refused);
-  return watcher.get();
+  return OpenStream<Watcher>(ctx, streams_, "WatchResizes", CheckStreamRequestSize(*req, *loop_, "WatchResizes"),
+                             this, req->job());
 }
 
 grpc::ServerUnaryReactor* ElasticServiceImpl::AckResize(grpc::CallbackServerContext* ctx,
@@ -138,28 +107,8 @@ grpc::ServerUnaryReactor* ElasticServiceImpl::AckResize(grpc::CallbackServerCont
   return reactor;
 }
 
-void ElasticServiceImpl::Notify(const PublishedChange& change) {
-  std::vector<std::shared_ptr<Watcher>> watchers;
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    if (registry_.empty()) return;
-    for (const auto& job : change.jobs) {
-      auto it = registry_.find(job);
-      if (it != registry_.end()) watchers.insert(watchers.end(), it->second.begin(), it->second.end());
-    }
-  }
-  for (auto& w : watchers) w->Check();
-}
+void ElasticServiceImpl::Notify(const PublishedChange& change) { watchers_.Wake(change.jobs); }
 
-void ElasticServiceImpl::CloseStreams() {
-  std::vector<std::shared_ptr<Watcher>> watchers;
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    for (const auto& [job, list] : registry_) watchers.insert(watchers.end(), list.begin(), list.end());
-  }
-  for (auto& w : watchers) {
-    w->Close(grpc::Status(grpc::StatusCode::UNAVAILABLE, "the broker is shutting down; reconnect"));
-  }
-}
+void ElasticServiceImpl::CloseStreams() { watchers_.CloseAll(ShuttingDown()); }
 
 }  // namespace tidegate::service

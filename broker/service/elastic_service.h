@@ -7,13 +7,9 @@
 #ifndef TIDEGATE_BROKER_SERVICE_ELASTIC_SERVICE_H_
 #define TIDEGATE_BROKER_SERVICE_ELASTIC_SERVICE_H_
 
-#include <memory>
-#include <mutex>
-#include <vector>
-
-#include "absl/container/flat_hash_map.h"
 #include "broker/service/core_loop.h"
 #include "broker/service/stream_limits.h"
+#include "broker/service/stream_registry.h"
 #include "tidegate/v1/service.grpc.pb.h"
 
 namespace tidegate::service {
@@ -43,9 +39,7 @@ class ElasticServiceImpl final : public v1::ElasticService::CallbackService {
   class Watcher;
   CoreLoop* loop_;
   StreamLimiter* streams_;
-  std::mutex mu_;
-  // Open streams by job, so a batch wakes only the streams of its jobs.
-  absl::flat_hash_map<std::string, std::vector<std::shared_ptr<Watcher>>> registry_;  // guarded by mu_
+  StreamRegistry<Watcher> watchers_;  // by job
 };
 
 }  // namespace tidegate::service

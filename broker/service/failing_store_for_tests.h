@@ -7,8 +7,9 @@
 #define TIDEGATE_BROKER_SERVICE_FAILING_STORE_FOR_TESTS_H_
 
 #include <atomic>
-#include <mutex>
 
+#include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
 #include "ledger/forwarding_store.h"
 
 namespace tidegate::service {
@@ -20,28 +21,28 @@ class FailingStore : public ledger::ForwardingStore {
   absl::Status Commit(const ledger::Batch& batch) override {
     ++commits_;
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      absl::MutexLock lock(&mu_);
       held_rows_ = static_cast<int>(batch.usage.size() + batch.loans.size());
       if (!failure_.ok()) return failure_;
     }
     return target()->Commit(batch);
   }
   void Fail(absl::Status failure) {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     failure_ = std::move(failure);
   }
   void Heal() { Fail(absl::OkStatus()); }
   int commits() const { return commits_.load(); }
   // Usage and loan rows of the latest commit attempt.
   int held_rows() {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     return held_rows_;
   }
 
  private:
-  std::mutex mu_;
-  absl::Status failure_;
-  int held_rows_ = 0;
+  absl::Mutex mu_;
+  absl::Status failure_ ABSL_GUARDED_BY(mu_);
+  int held_rows_ ABSL_GUARDED_BY(mu_) = 0;
   std::atomic<int> commits_{0};
 };
 

@@ -12,6 +12,7 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/time/time.h"
 #include "broker/service/leader_standby.h"
 #include "broker/service/leader_tail.h"
 #include "ledger/postgres_conn.h"
@@ -64,9 +65,8 @@ LeaseKeeper::LeaseKeeper(std::unique_ptr<ledger::PgLease> lease, int64_t epoch, 
 
 LeaseKeeper::~LeaseKeeper() {
   {
-    std::lock_guard<std::mutex> lock(mu_);
-    stopping_ = true;
-    wake_.notify_one();
+    absl::MutexLock lock(&mu_);
+    stopping_ = true;  // wakes Run's Await
   }
   if (thread_.joinable()) thread_.join();
   if (absl::Status released = lease_->Release(epoch_); released.ok()) {
@@ -82,18 +82,18 @@ void LeaseKeeper::Start() {
 }
 
 void LeaseKeeper::Run() {
-  const auto period = std::chrono::milliseconds(RenewEveryMs(ttl_ms_));
-  std::unique_lock<std::mutex> lock(mu_);
+  const absl::Duration period = absl::Milliseconds(RenewEveryMs(ttl_ms_));
+  absl::MutexLock lock(&mu_);
   while (!stopping_) {
-    wake_.wait_for(lock, period, [&] { return stopping_; });
+    mu_.AwaitWithTimeout(absl::Condition(&stopping_), period);
     if (stopping_) return;
     // A process paused past its lease (SIGSTOP, a long GC-like stall, a
     // suspended VM) finds out here, before it would renew.
     const Clock::time_point sent = Clock::now();
     if (sent >= valid_until_) StepDown("the lease expired before it could be renewed");
-    lock.unlock();
+    mu_.Unlock();  // renewing is a round trip to the database
     absl::StatusOr<bool> renewed = lease_->Renew(epoch_, ttl_ms_);
-    lock.lock();
+    mu_.Lock();
     if (renewed.ok() && *renewed) {
       valid_until_ = sent + std::chrono::milliseconds(ttl_ms_);
     } else if (renewed.ok()) {

@@ -21,14 +21,14 @@
 
 #include <atomic>
 #include <chrono>
-#include <condition_variable>
 #include <cstdint>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <thread>
 
+#include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
 #include "broker/ledger_ops/recovery.h"
 #include "broker/service/server.h"
 #include "grpcpp/grpcpp.h"
@@ -59,9 +59,8 @@ class LeaseKeeper {
   const int64_t epoch_;
   const int64_t ttl_ms_;
   Clock::time_point valid_until_;
-  std::mutex mu_;
-  std::condition_variable wake_;
-  bool stopping_ = false;  // guarded by mu_
+  absl::Mutex mu_;
+  bool stopping_ ABSL_GUARDED_BY(mu_) = false;
   std::thread thread_;
 };
 

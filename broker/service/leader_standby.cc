@@ -62,28 +62,28 @@ StandbyServer::~StandbyServer() {
 }
 
 void StandbyServer::SetLeader(const std::string& address) {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   leader_ = address;
 }
 
 std::string StandbyServer::leader() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   return leader_;
 }
 
 void StandbyServer::SetLeaseRound(int64_t epoch, const std::string& problem) {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   if (epoch > 0) lease_epoch_ = epoch;
   problem_ = problem;
 }
 
 int64_t StandbyServer::lease_epoch() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   return lease_epoch_;
 }
 
 std::string StandbyServer::problem() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   return problem_;
 }
 

@@ -10,10 +10,11 @@
 
 #include <cstdint>
 #include <memory>
-#include <mutex>
 #include <string>
 
+#include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
 #include "grpcpp/grpcpp.h"
 
 namespace tidegate::service {
@@ -44,10 +45,10 @@ class StandbyServer {
  private:
   class Service;
   StandbyServer() = default;
-  mutable std::mutex mu_;
-  std::string leader_;  // guarded by mu_
-  int64_t lease_epoch_ = 0;  // guarded by mu_
-  std::string problem_ = "the database has not answered yet";  // guarded by mu_
+  mutable absl::Mutex mu_;
+  std::string leader_ ABSL_GUARDED_BY(mu_);
+  int64_t lease_epoch_ ABSL_GUARDED_BY(mu_) = 0;
+  std::string problem_ ABSL_GUARDED_BY(mu_) = "the database has not answered yet";
   std::unique_ptr<Service> service_;
   std::unique_ptr<grpc::Server> server_;
 };

@@ -61,7 +61,7 @@ grpc::ServerUnaryReactor* QuotaServiceImpl::ListLoans(grpc::CallbackServerContex
   }
   absl::StatusOr<std::vector<ledger::LoanRow>> rows;
   {
-    std::lock_guard<std::mutex> lock(reader_mu_);
+    absl::MutexLock lock(&reader_mu_);
     rows = reader_->Loans(req->team(), Day(req->since_ms()));
   }
   if (!rows.ok()) {
@@ -107,7 +107,7 @@ grpc::ServerUnaryReactor* QuotaServiceImpl::GetUsage(grpc::CallbackServerContext
   }
   absl::StatusOr<std::vector<ledger::UsageRow>> rows;
   {
-    std::lock_guard<std::mutex> lock(reader_mu_);
+    absl::MutexLock lock(&reader_mu_);
     rows = reader_->Usage(req->team(), req->since_ms());
   }
   if (!rows.ok()) {

@@ -40,7 +40,7 @@ void RecentRejections::Record(const v1::JobSpec& spec, bool known_team, const st
   }
 
   const std::string bucket = known_team ? spec.team() : kUnknownTeamBucket;
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   DropExpiredLocked(now_ms);
   EraseLocked(spec.job());
   std::deque<std::string>& ids = buckets_[bucket];
@@ -58,7 +58,7 @@ void RecentRejections::Record(const v1::JobSpec& spec, bool known_team, const st
 }
 
 void RecentRejections::Forget(const std::string& id) {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   EraseLocked(id);
 }
 
@@ -83,7 +83,7 @@ void RecentRejections::DropExpiredLocked(int64_t now_ms) {
 }
 
 std::optional<v1::JobInfo> RecentRejections::Find(const std::string& id, int64_t now_ms) const {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   auto it = by_id_.find(id);
   if (it == by_id_.end() || it->second.expires_ms <= now_ms) return std::nullopt;
   return *it->second.job;
@@ -92,7 +92,7 @@ std::optional<v1::JobInfo> RecentRejections::Find(const std::string& id, int64_t
 std::vector<v1::JobInfo> RecentRejections::After(const std::string& team, const std::string& after, size_t limit,
                                                  int64_t now_ms) const {
   std::vector<v1::JobInfo> out;
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   for (auto it = by_id_.upper_bound(after); it != by_id_.end() && out.size() < limit; ++it) {
     if (it->second.expires_ms <= now_ms) continue;
     if (!team.empty() && it->second.job->team() != team) continue;
@@ -102,7 +102,7 @@ std::vector<v1::JobInfo> RecentRejections::After(const std::string& team, const 
 }
 
 size_t RecentRejections::size() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   return by_id_.size();
 }
 

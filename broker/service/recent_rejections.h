@@ -23,13 +23,14 @@
 #include <deque>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <set>
 #include <string>
 #include <vector>
 
+#include "absl/base/thread_annotations.h"
 #include "absl/container/flat_hash_map.h"
+#include "absl/synchronization/mutex.h"
 #include "tidegate/v1/service.pb.h"
 
 namespace tidegate::service {
@@ -66,16 +67,15 @@ class RecentRejections {
     int64_t expires_ms;
     std::string bucket;
   };
-  // Call with mu_ held.
-  void EraseLocked(const std::string& id);
-  void DropExpiredLocked(int64_t now_ms);
+  void EraseLocked(const std::string& id) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void DropExpiredLocked(int64_t now_ms) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   const size_t per_team_;
   const size_t total_;
-  mutable std::mutex mu_;
-  std::map<std::string, Entry> by_id_;                           // ordered: pages by id
-  absl::flat_hash_map<std::string, std::deque<std::string>> buckets_;  // bucket -> ids, oldest first
-  std::set<std::pair<int64_t, std::string>> by_expiry_;          // (expires, id)
+  mutable absl::Mutex mu_;
+  std::map<std::string, Entry> by_id_ ABSL_GUARDED_BY(mu_);  // ordered: pages by id
+  absl::flat_hash_map<std::string, std::deque<std::string>> buckets_ ABSL_GUARDED_BY(mu_);  // bucket -> ids, oldest first
+  std::set<std::pair<int64_t, std::string>> by_expiry_ ABSL_GUARDED_BY(mu_);                // (expires, id)
 };
 
 }  // namespace tidegate::service

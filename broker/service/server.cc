@@ -157,18 +157,9 @@ int RunServer(const ServerOptions& options, const SideServerFactory& side, const
   int port = 0;
   builder.AddListeningPort(options.listen, security->credentials, &port);
   // Callers reach the services only through the guards (auth_services.h).
-  auth::GuardedAdmission guarded_admission(&admission, authenticator, loop->get());
-  auth::GuardedQuota guarded_quota(&quota, authenticator);
-  auth::GuardedForecast guarded_forecast(&forecast, authenticator);
-  auth::GuardedDiagnostics guarded_diagnostics(&diagnostics, authenticator);
-  auth::GuardedAgents guarded_agents(&agents, authenticator);
-  auth::GuardedElastic guarded_elastic(&elastic, authenticator);
-  builder.RegisterService(&guarded_admission);
-  builder.RegisterService(&guarded_quota);
-  builder.RegisterService(&guarded_forecast);
-  builder.RegisterService(&guarded_diagnostics);
-  builder.RegisterService(&guarded_agents);
-  builder.RegisterService(&guarded_elastic);
+  const std::vector<std::unique_ptr<grpc::Service>> guards =
+      auth::GuardServices({&admission, &quota, &forecast, &diagnostics, &agents, &elastic}, authenticator, loop->get());
+  for (const auto& guard : guards) builder.RegisterService(guard.get());
   std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
   if (!server || port == 0) {
     std::cerr << "tidegated: cannot listen on " << options.listen << "\n";

@@ -9,13 +9,15 @@
 
 #include <memory>
 #include <deque>
-#include <mutex>
 #include <vector>
 
 #include "broker/service/core_loop.h"
 #include "broker/service/recent_rejections.h"
 #include "broker/service/stream_limits.h"
+#include "broker/service/stream_registry.h"
+#include "absl/base/thread_annotations.h"
 #include "absl/container/flat_hash_map.h"
+#include "absl/synchronization/mutex.h"
 #include "ledger/store.h"
 #include "tidegate/v1/service.grpc.pb.h"
 
@@ -63,10 +65,7 @@ class AdmissionServiceImpl final : public v1::AdmissionService::CallbackService 
   RecentRejections rejections_;
   class Waiter;
   friend class Waiter;
-  std::mutex mu_;
-  // Open streams by job, so a batch wakes only the streams of its jobs.
-  absl::flat_hash_map<std::string, std::vector<std::shared_ptr<Waiter>>> registry_;  // guarded by mu_
-  bool closing_ = false;  // CloseStreams ran: new streams end UNAVAILABLE at once. Guarded by mu_.
+  StreamRegistry<Waiter> waiters_;  // by job
 };
 
 class QuotaServiceImpl final : public v1::QuotaService::CallbackService {
@@ -99,8 +98,8 @@ class QuotaServiceImpl final : public v1::QuotaService::CallbackService {
 
   CoreLoop* loop_;
   std::string startup_config_path_;
-  std::mutex reader_mu_;
-  std::unique_ptr<ledger::Store> reader_;  // guarded by reader_mu_
+  absl::Mutex reader_mu_;
+  std::unique_ptr<ledger::Store> reader_ ABSL_GUARDED_BY(reader_mu_);
 };
 
 class DiagnosticsServiceImpl final : public v1::DiagnosticsService::CallbackService {

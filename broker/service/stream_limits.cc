@@ -14,7 +14,7 @@ std::string PeerHost(const std::string& peer) {
 grpc::Status StreamLimiter::Acquire(const std::string& peer, const char* what, std::unique_ptr<Slot>* slot) {
   std::string host = PeerHost(peer);
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     if (total_ >= limits_.max_total) {
       return grpc::Status(grpc::StatusCode::RESOURCE_EXHAUSTED,
                           absl::StrCat(what, ": the broker has ", total_, " streams open, its limit (--max-streams ",
@@ -35,14 +35,14 @@ grpc::Status StreamLimiter::Acquire(const std::string& peer, const char* what, s
 }
 
 void StreamLimiter::Release(const std::string& host) {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   --total_;
   auto it = by_peer_.find(host);
   if (it != by_peer_.end() && --it->second <= 0) by_peer_.erase(it);
 }
 
 int64_t StreamLimiter::open() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   return total_;
 }
 

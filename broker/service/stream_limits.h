@@ -10,10 +10,11 @@
 
 #include <cstdint>
 #include <memory>
-#include <mutex>
 #include <string>
 
+#include "absl/base/thread_annotations.h"
 #include "absl/container/flat_hash_map.h"
+#include "absl/synchronization/mutex.h"
 #include "grpcpp/grpcpp.h"
 
 namespace tidegate::service {
@@ -54,9 +55,9 @@ class StreamLimiter {
   void Release(const std::string& host);
 
   const StreamLimits limits_;
-  mutable std::mutex mu_;
-  int64_t total_ = 0;                                  // guarded by mu_
-  absl::flat_hash_map<std::string, int64_t> by_peer_;  // guarded by mu_
+  mutable absl::Mutex mu_;
+  int64_t total_ ABSL_GUARDED_BY(mu_) = 0;
+  absl::flat_hash_map<std::string, int64_t> by_peer_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace tidegate::service
