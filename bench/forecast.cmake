@@ -2,6 +2,6 @@
 #   include(${CMAKE_CURRENT_SOURCE_DIR}/forecast.cmake)
 find_package(Threads REQUIRED)
 add_executable(bench_forecast ${CMAKE_CURRENT_LIST_DIR}/forecast_bench.cc)
-target_include_directories(bench_forecast PRIVATE ${PROJECT_SOURCE_DIR})
+tidegate_private_headers(bench_forecast)
 target_link_libraries(bench_forecast PRIVATE tidegate_forecast benchmark::benchmark Threads::Threads)
 target_compile_options(bench_forecast PRIVATE ${TIDEGATE_WARNINGS})
