@@ -4,7 +4,7 @@
 
 #include "CLI/CLI.hpp"
 #include "absl/strings/strip.h"
-#include "broker/service/auth_files.h"
+#include "api/tokens/token_file.h"
 #include "cli/exit_codes.h"
 
 namespace tidegate::cli {
@@ -28,7 +28,7 @@ void AddAuthCommand(CLI::App& app, const Io& io, std::istream* in, int* exit_cod
       *exit_code = kExitBadInput;
       return;
     }
-    const std::string hex = service::auth::Sha256Hex(token);
+    const std::string hex = tokens::Sha256Hex(token);
     *io.out << (principal->empty() ? hex : *principal + " " + hex) << "\n";
     *exit_code = kExitOk;
   });

@@ -11,7 +11,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/time/time.h"
-#include "broker/service/config_diff.h"
+#include "api/text/config_diff.h"
 #include "cli/exit_codes.h"
 #include "cli/text_table.h"
 #include "ledger/store.h"
@@ -114,7 +114,7 @@ int Run(const HistoryOptions& o, const Io& io) {
         break;
       case v1::Command::kApplyConfig:
         if (config) {
-          changes = service::ConfigDiff(*config, command.apply_config());
+          changes = text::ConfigDiff(*config, command.apply_config());
         } else {
           changes.push_back(absl::StrCat("the first config: ", command.apply_config().teams_size(), " teams, ",
                                          command.apply_config().clusters_size(), " clusters"));

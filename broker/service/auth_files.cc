@@ -1,14 +1,10 @@
 #include "broker/service/auth_files.h"
 
-#include <openssl/sha.h>
-
-#include <cctype>
 #include <fstream>
 #include <sstream>
 
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_split.h"
-#include "absl/strings/strip.h"
+#include "api/tokens/token_file.h"
 #include "yaml-cpp/yaml.h"
 
 namespace tidegate::service::auth {
@@ -78,14 +74,6 @@ absl::StatusOr<Role> ParseRole(const YAML::Node& node, const std::string& where)
       absl::StrCat(where, ": unknown role '", kind, "' (admin, scheduler, agent, viewer, framework)"));
 }
 
-bool IsSha256Hex(const std::string& s) {
-  if (s.size() != 64) return false;
-  for (char c : s) {
-    if (!std::isxdigit(static_cast<unsigned char>(c)) || std::isupper(static_cast<unsigned char>(c))) return false;
-  }
-  return true;
-}
-
 }  // namespace
 
 absl::StatusOr<std::map<std::string, std::vector<Role>>> ParseRoles(const std::string& text,
@@ -132,35 +120,10 @@ absl::StatusOr<Policy> LoadPolicy(const std::string& roles_path, const std::stri
   if (tokens_path.empty()) return policy;
   auto tokens_text = ReadFile(tokens_path);
   if (!tokens_text.ok()) return tokens_text.status();
-  int line_no = 0;
-  for (absl::string_view line : absl::StrSplit(*tokens_text, '\n')) {
-    ++line_no;
-    line = absl::StripAsciiWhitespace(line);
-    if (line.empty() || line.front() == '#') continue;
-    std::vector<std::string> fields = absl::StrSplit(line, ' ', absl::SkipWhitespace());
-    if (fields.size() != 2 || !IsSha256Hex(fields[1])) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          tokens_path, ":", line_no, ": expected `PRINCIPAL SHA256HEX` (64 lower-case hex digits, from "
-          "`tidegate auth hash-token`)"));
-    }
-    if (!policy.token_principal.emplace(fields[1], fields[0]).second) {
-      return absl::InvalidArgumentError(
-          absl::StrCat(tokens_path, ":", line_no, ": the same token hash is listed twice"));
-    }
-  }
+  auto token_principal = tokens::ParseTokenFile(*tokens_text, tokens_path);
+  if (!token_principal.ok()) return token_principal.status();
+  policy.token_principal = *std::move(token_principal);
   return policy;
-}
-
-std::string Sha256Hex(const std::string& data) {
-  unsigned char digest[SHA256_DIGEST_LENGTH];
-  SHA256(reinterpret_cast<const unsigned char*>(data.data()), data.size(), digest);
-  static constexpr char kHex[] = "0123456789abcdef";
-  std::string out;
-  for (unsigned char b : digest) {
-    out.push_back(kHex[b >> 4]);
-    out.push_back(kHex[b & 15]);
-  }
-  return out;
 }
 
 }  // namespace tidegate::service::auth

@@ -11,7 +11,8 @@
 //
 // Tokens file: one `PRINCIPAL SHA256HEX` per line (# comments, blank lines);
 // the hex is SHA-256 of the token (`tidegate auth hash-token`). The tokens
-// themselves are never stored by the broker.
+// themselves are never stored by the broker. Its format and the hash are in
+// api/tokens/token_file.h, which the CLI shares.
 #ifndef TIDEGATE_BROKER_SERVICE_AUTH_FILES_H_
 #define TIDEGATE_BROKER_SERVICE_AUTH_FILES_H_
 
@@ -20,6 +21,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "api/tokens/token_file.h"
 #include "broker/service/auth.h"
 
 namespace tidegate::service::auth {
@@ -38,8 +40,8 @@ absl::StatusOr<Policy> LoadPolicy(const std::string& roles_path, const std::stri
 absl::StatusOr<std::map<std::string, std::vector<Role>>> ParseRoles(const std::string& text,
                                                                   const std::string& source);
 
-// Lower-case hex SHA-256 of `data`.
-std::string Sha256Hex(const std::string& data);
+// The hash `token_principal` is keyed by (api/tokens/token_file.h).
+using tokens::Sha256Hex;
 
 }  // namespace tidegate::service::auth
 

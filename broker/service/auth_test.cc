@@ -135,9 +135,5 @@ TEST(TokensFileTest, HashesAreLoadedAndPlainTokensRefused) {
       << policy.status().message();
 }
 
-TEST(Sha256Test, KnownVector) {
-  EXPECT_EQ(Sha256Hex("abc"), "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
-}
-
 }  // namespace
 }  // namespace tidegate::service::auth

@@ -5,10 +5,10 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/time.h"
+#include "api/text/config_diff.h"
 #include "api/text/enum_names.h"
 #include "broker/ledger_ops/recovery.h"
 #include "broker/service/auth_origin.h"
-#include "broker/service/config_diff.h"
 #include "broker/service/core_loop_commands.h"
 #include "broker/service/leader_tail.h"
 #include "google/protobuf/util/message_differencer.h"
@@ -69,7 +69,7 @@ absl::StatusOr<std::unique_ptr<CoreLoop>> CoreLoop::Open(const v1::Config& confi
   // (e.g. a `config apply` not written back to the file) is applied as a
   // journalled change, never silently.
   if (!google::protobuf::util::MessageDifferencer::Equivalent(loop->broker_->Config(), config)) {
-    const std::vector<std::string> diff = ConfigDiff(loop->broker_->Config(), config);
+    const std::vector<std::string> diff = text::ConfigDiff(loop->broker_->Config(), config);
     spdlog::warn("config: the --config file differs from the ledger's config; applying the file as a "
                  "journalled config change ({} {}):",
                  diff.size(), diff.size() == 1 ? "change" : "changes");

@@ -3,9 +3,9 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/time.h"
+#include "api/text/config_diff.h"
 #include "api/yaml_loader.h"
 #include "broker/core/config.h"
-#include "broker/service/config_diff.h"
 #include "broker/service/pagination.h"
 #include "broker/service/services.h"
 #include "google/protobuf/util/message_differencer.h"
@@ -145,7 +145,7 @@ grpc::ServerUnaryReactor* QuotaServiceImpl::ApplyConfig(grpc::CallbackServerCont
   }
   for (const auto& w : compiled->warnings) resp->add_warnings(w);
   if (std::string w = StartupFileWarning(req->config()); !w.empty()) resp->add_warnings(std::move(w));
-  for (auto& line : ConfigDiff(loop_->Published()->config(), req->config())) resp->add_diff(std::move(line));
+  for (auto& line : text::ConfigDiff(loop_->Published()->config(), req->config())) resp->add_diff(std::move(line));
   // A dry run goes through the very checks of the real apply (the core's, on
   // a copy of the state), so it exits as the apply would.
   v1::Command cmd;
@@ -182,7 +182,7 @@ std::string QuotaServiceImpl::StartupFileWarning(const v1::Config& next) const {
                         "); a restart needs that file to hold this config");
   }
   if (google::protobuf::util::MessageDifferencer::Equivalent(file, next)) return "";
-  const std::vector<std::string> diff = ConfigDiff(next, file);
+  const std::vector<std::string> diff = text::ConfigDiff(next, file);
   return absl::StrCat("tidegated was started with --config ", startup_config_path_,
                       ", which this config contradicts (", diff.size(),
                       diff.size() == 1 ? " difference" : " differences",

@@ -117,7 +117,7 @@ class DiagnosticsServiceImpl final : public v1::DiagnosticsService::CallbackServ
   CoreLoop* loop_;
 };
 
-// ConfigDiff: broker/service/config_diff.h.
+// ConfigDiff: api/text/config_diff.h.
 
 }  // namespace tidegate::service
 

@@ -6,7 +6,7 @@
 //   training preemption reclaim any -> never
 //   cluster a capacity gpu 64 -> 80
 //   policy tick_s 10 -> 5
-//   + team inference (parent: serving; gpu guaranteed 8)
+//   + team inference (gpu guaranteed 8; parent "serving")
 //   - team old
 //
 // A field that is not set reads "unset" (e.g. a borrow limit removed:
@@ -15,18 +15,18 @@
 // teams (in the new config's order, removed ones last), policy.
 //
 // Pure; thread-compatible.
-#ifndef TIDEGATE_BROKER_SERVICE_CONFIG_DIFF_H_
-#define TIDEGATE_BROKER_SERVICE_CONFIG_DIFF_H_
+#ifndef TIDEGATE_API_TEXT_CONFIG_DIFF_H_
+#define TIDEGATE_API_TEXT_CONFIG_DIFF_H_
 
 #include <string>
 #include <vector>
 
 #include "tidegate/v1/config.pb.h"
 
-namespace tidegate::service {
+namespace tidegate::text {
 
 std::vector<std::string> ConfigDiff(const v1::Config& before, const v1::Config& after);
 
-}  // namespace tidegate::service
+}  // namespace tidegate::text
 
-#endif  // TIDEGATE_BROKER_SERVICE_CONFIG_DIFF_H_
+#endif  // TIDEGATE_API_TEXT_CONFIG_DIFF_H_

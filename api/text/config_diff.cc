@@ -1,4 +1,4 @@
-#include "broker/service/config_diff.h"
+#include "api/text/config_diff.h"
 
 #include <map>
 
@@ -8,7 +8,7 @@
 #include "google/protobuf/descriptor.h"
 #include "google/protobuf/message.h"
 
-namespace tidegate::service {
+namespace tidegate::text {
 namespace {
 
 using google::protobuf::FieldDescriptor;
@@ -177,4 +177,4 @@ std::vector<std::string> ConfigDiff(const v1::Config& before, const v1::Config& 
   return out;
 }
 
-}  // namespace tidegate::service
+}  // namespace tidegate::text
