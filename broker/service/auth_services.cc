@@ -10,6 +10,7 @@
 #include "spdlog/spdlog.h"
 
 #include <thread>
+#include <type_traits>
 
 namespace tidegate::service::auth {
 namespace {
@@ -18,35 +19,17 @@ constexpr char kAdmission[] = "/tidegate.v1.AdmissionService/";
 constexpr char kQuota[] = "/tidegate.v1.QuotaService/";
 constexpr char kForecast[] = "/tidegate.v1.ForecastService/";
 constexpr char kElastic[] = "/tidegate.v1.ElasticService/";
+constexpr char kAgent[] = "/tidegate.v1.AgentService/";
+constexpr char kDiagnostics[] = "/tidegate.v1.DiagnosticsService/";
 
 grpc::Status Unauthenticated(const std::string& why) {
   return grpc::Status(grpc::StatusCode::UNAUTHENTICATED, why);
 }
 
-grpc::ServerUnaryReactor* Refuse(grpc::CallbackServerContext* ctx, const grpc::Status& status) {
-  auto* reactor = ctx->DefaultReactor();
-  reactor->Finish(status);
-  return reactor;
-}
-
-// A stream refused before it started: finished at once, deleted when done.
-template <typename T>
-class RefusedWriter final : public grpc::ServerWriteReactor<T> {
- public:
-  explicit RefusedWriter(const grpc::Status& status) { this->Finish(status); }
-  void OnDone() override { delete this; }
-};
-
-class RefusedAgent final : public grpc::ServerBidiReactor<v1::AgentMessage, v1::BrokerAction> {
- public:
-  explicit RefusedAgent(const grpc::Status& status) { Finish(status); }
-  void OnDone() override { delete this; }
-};
-
 // A job's team and cluster from the published model (live or retained) or
 // the recent rejections; only the id when the job is unknown (the service
 // then answers NOT_FOUND to whoever may ask about that id).
-CallScope JobScope(CoreLoop* loop, const AdmissionServiceImpl* admission, const std::string& job) {
+CallScope LookedUpJobScope(CoreLoop* loop, const AdmissionServiceImpl* admission, const std::string& job) {
   CallScope scope;
   scope.job = job;
   auto model = loop->Published();
@@ -201,9 +184,10 @@ AgentServiceImpl::ClusterCheck Authenticator::AgentClusterCheck(const grpc::Serv
 
 namespace {
 
-CallScope TeamScope(const std::string& team) {
+CallScope TeamScope(const std::string& team, const std::string& cluster = "") {
   CallScope scope;
   scope.team = team;
+  scope.cluster = cluster;
   return scope;
 }
 
@@ -213,255 +197,230 @@ CallScope JobIdScope(const std::string& job) {
   return scope;
 }
 
+// A job being submitted: its team, cluster and id. The service fills in the
+// only cluster when none is named; the check must see the same one.
+CallScope SubmitScope(CoreLoop* loop, const v1::JobSpec& job) {
+  CallScope scope = TeamScope(job.team(), job.cluster());
+  scope.job = job.job();
+  if (scope.cluster.empty()) {
+    auto model = loop->Published();
+    if (model->config().clusters_size() == 1) scope.cluster = model->config().clusters(0).name();
+  }
+  return scope;
+}
+
+// The answer to a refused call, in the reactor kind the RPC returns: unary
+// calls finish their default reactor; a stream is finished at once and
+// deleted when done.
+template <typename Stream>
+class RefusedStream final : public Stream {
+ public:
+  explicit RefusedStream(const grpc::Status& status) { this->Finish(status); }
+  void OnDone() override { delete this; }
+};
+
+template <typename Reactor>
+Reactor* Refused(grpc::CallbackServerContext* ctx, const grpc::Status& status) {
+  if constexpr (std::is_same_v<Reactor, grpc::ServerUnaryReactor>) {
+    Reactor* reactor = ctx->DefaultReactor();
+    reactor->Finish(status);
+    return reactor;
+  } else {
+    return new RefusedStream<Reactor>(status);
+  }
+}
+
+// What every guard does with a call: checks `method` of the guarded service
+// for `scope`; refused, answers the refusal without calling the service;
+// allowed, calls `forward` (the service's handler) with the caller as the
+// origin of the commands it submits.
+class Gate {
+ public:
+  Gate(const Authenticator* auth, const char* service) : auth_(auth), service_(service) {}
+
+  template <typename Forward>
+  auto operator()(grpc::CallbackServerContext* ctx, const char* method, const CallScope& scope,
+                  Forward forward) const -> decltype(forward()) {
+    using Reactor = std::remove_pointer_t<decltype(forward())>;
+    std::string who;
+    if (auto s = auth_->Check(*ctx, absl::StrCat(service_, method), scope, &who); !s.ok()) {
+      return Refused<Reactor>(ctx, s);
+    }
+    ScopedOrigin origin(who, ctx->peer());
+    return forward();
+  }
+
+ private:
+  const Authenticator* auth_;
+  const char* service_;  // "/tidegate.v1.QuotaService/"
+};
+
+// Each guard states, per RPC, what the call is about (its scope); the role
+// rule for that method and scope is auth.h's.
+
 class GuardedAdmission final : public v1::AdmissionService::CallbackService {
  public:
   GuardedAdmission(AdmissionServiceImpl* inner, const Authenticator* auth, CoreLoop* loop)
-      : inner_(inner), auth_(auth), loop_(loop) {}
+      : inner_(inner), loop_(loop), gate_(auth, kAdmission) {}
 
   grpc::ServerUnaryReactor* Admit(grpc::CallbackServerContext* ctx, const v1::AdmitRequest* req,
       v1::AdmitResponse* resp) override {
-    CallScope scope;
-    scope.team = req->job().team();
-    scope.cluster = req->job().cluster();
-    scope.job = req->job().job();
-    if (scope.cluster.empty()) {
-      // The service fills in the only cluster; the check must see the same one.
-      auto model = loop_->Published();
-      if (model->config().clusters_size() == 1) scope.cluster = model->config().clusters(0).name();
-    }
-    std::string who;
-    if (auto s = auth_->Check(*ctx, absl::StrCat(kAdmission, "Admit"), scope, &who); !s.ok()) return Refuse(ctx, s);
-    ScopedOrigin origin(who, ctx->peer());
-    return inner_->Admit(ctx, req, resp);
+    return gate_(ctx, "Admit", SubmitScope(loop_, req->job()), [&] { return inner_->Admit(ctx, req, resp); });
   }
 
   grpc::ServerWriteReactor<v1::WaitAdmissionResponse>* WaitAdmission(
       grpc::CallbackServerContext* ctx, const v1::WaitAdmissionRequest* req) override {
-    std::string who;
-    if (auto s = auth_->Check(*ctx, absl::StrCat(kAdmission, "WaitAdmission"), JobScope(loop_, inner_, req->job()), &who);
-        !s.ok()) {
-      return new RefusedWriter<v1::WaitAdmissionResponse>(s);
-    }
-    ScopedOrigin origin(who, ctx->peer());
-    return inner_->WaitAdmission(ctx, req);
+    return gate_(ctx, "WaitAdmission", JobScope(req->job()), [&] { return inner_->WaitAdmission(ctx, req); });
   }
 
   grpc::ServerUnaryReactor* Release(grpc::CallbackServerContext* ctx, const v1::ReleaseRequest* req,
       v1::ReleaseResponse* resp) override {
-    std::string who;
-    if (auto s = auth_->Check(*ctx, absl::StrCat(kAdmission, "Release"), JobScope(loop_, inner_, req->job()), &who); !s.ok()) {
-      return Refuse(ctx, s);
-    }
-    ScopedOrigin origin(who, ctx->peer());
-    return inner_->Release(ctx, req, resp);
+    return gate_(ctx, "Release", JobScope(req->job()), [&] { return inner_->Release(ctx, req, resp); });
   }
 
   grpc::ServerUnaryReactor* ReportCheckpoint(grpc::CallbackServerContext* ctx,
       const v1::ReportCheckpointRequest* req,
       v1::ReportCheckpointResponse* resp) override {
-    std::string who;
-    if (auto s = auth_->Check(*ctx, absl::StrCat(kAdmission, "ReportCheckpoint"), JobScope(loop_, inner_, req->job()), &who);
-        !s.ok()) {
-      return Refuse(ctx, s);
-    }
-    ScopedOrigin origin(who, ctx->peer());
-    return inner_->ReportCheckpoint(ctx, req, resp);
+    return gate_(ctx, "ReportCheckpoint", JobScope(req->job()),
+                 [&] { return inner_->ReportCheckpoint(ctx, req, resp); });
   }
 
   grpc::ServerUnaryReactor* ListJobs(grpc::CallbackServerContext* ctx,
       const v1::ListJobsRequest* req, v1::ListJobsResponse* resp) override {
-    CallScope scope;
-    scope.team = req->team();
-    scope.cluster = req->cluster();
-    std::string who;
-    if (auto s = auth_->Check(*ctx, absl::StrCat(kAdmission, "ListJobs"), scope, &who); !s.ok()) return Refuse(ctx, s);
-    ScopedOrigin origin(who, ctx->peer());
-    return inner_->ListJobs(ctx, req, resp);
+    return gate_(ctx, "ListJobs", TeamScope(req->team(), req->cluster()),
+                 [&] { return inner_->ListJobs(ctx, req, resp); });
   }
 
   grpc::ServerUnaryReactor* GetJob(grpc::CallbackServerContext* ctx, const v1::GetJobRequest* req,
       v1::JobInfo* resp) override {
-    std::string who;
-    if (auto s = auth_->Check(*ctx, absl::StrCat(kAdmission, "GetJob"), JobScope(loop_, inner_, req->job()), &who); !s.ok()) {
-      return Refuse(ctx, s);
-    }
-    ScopedOrigin origin(who, ctx->peer());
-    return inner_->GetJob(ctx, req, resp);
+    return gate_(ctx, "GetJob", JobScope(req->job()), [&] { return inner_->GetJob(ctx, req, resp); });
   }
 
  private:
+  CallScope JobScope(const std::string& job) const { return LookedUpJobScope(loop_, inner_, job); }
+
   AdmissionServiceImpl* inner_;
-  const Authenticator* auth_;
   CoreLoop* loop_;
+  Gate gate_;
 };
 
 class GuardedQuota final : public v1::QuotaService::CallbackService {
  public:
-  GuardedQuota(QuotaServiceImpl* inner, const Authenticator* auth) : inner_(inner), auth_(auth) {}
+  GuardedQuota(QuotaServiceImpl* inner, const Authenticator* auth) : inner_(inner), gate_(auth, kQuota) {}
 
   grpc::ServerUnaryReactor* GetTeam(grpc::CallbackServerContext* ctx, const v1::GetTeamRequest* req,
       v1::TeamInfo* resp) override {
-    std::string who;
-    if (auto s = auth_->Check(*ctx, absl::StrCat(kQuota, "GetTeam"), TeamScope(req->team()), &who); !s.ok()) {
-      return Refuse(ctx, s);
-    }
-    ScopedOrigin origin(who, ctx->peer());
-    return inner_->GetTeam(ctx, req, resp);
+    return gate_(ctx, "GetTeam", TeamScope(req->team()), [&] { return inner_->GetTeam(ctx, req, resp); });
   }
 
   grpc::ServerUnaryReactor* ListTeams(grpc::CallbackServerContext* ctx, const v1::ListTeamsRequest* req,
       v1::ListTeamsResponse* resp) override {
-    std::string who;
-    if (auto s = auth_->Check(*ctx, absl::StrCat(kQuota, "ListTeams"), {}, &who); !s.ok()) return Refuse(ctx, s);
-    ScopedOrigin origin(who, ctx->peer());
-    return inner_->ListTeams(ctx, req, resp);
+    return gate_(ctx, "ListTeams", {}, [&] { return inner_->ListTeams(ctx, req, resp); });
   }
 
   grpc::ServerUnaryReactor* ListLoans(grpc::CallbackServerContext* ctx, const v1::ListLoansRequest* req,
       v1::ListLoansResponse* resp) override {
-    std::string who;
-    if (auto s = auth_->Check(*ctx, absl::StrCat(kQuota, "ListLoans"), TeamScope(req->team()), &who); !s.ok()) {
-      return Refuse(ctx, s);
-    }
-    ScopedOrigin origin(who, ctx->peer());
-    return inner_->ListLoans(ctx, req, resp);
+    return gate_(ctx, "ListLoans", TeamScope(req->team()), [&] { return inner_->ListLoans(ctx, req, resp); });
   }
 
   grpc::ServerUnaryReactor* GetUsage(grpc::CallbackServerContext* ctx, const v1::GetUsageRequest* req,
       v1::GetUsageResponse* resp) override {
-    std::string who;
-    if (auto s = auth_->Check(*ctx, absl::StrCat(kQuota, "GetUsage"), TeamScope(req->team()), &who); !s.ok()) {
-      return Refuse(ctx, s);
-    }
-    ScopedOrigin origin(who, ctx->peer());
-    return inner_->GetUsage(ctx, req, resp);
+    return gate_(ctx, "GetUsage", TeamScope(req->team()), [&] { return inner_->GetUsage(ctx, req, resp); });
   }
 
   grpc::ServerUnaryReactor* ApplyConfig(grpc::CallbackServerContext* ctx,
       const v1::ApplyConfigRequest* req,
       v1::ApplyConfigResponse* resp) override {
-    std::string who;
-    if (auto s = auth_->Check(*ctx, absl::StrCat(kQuota, "ApplyConfig"), {}, &who); !s.ok()) return Refuse(ctx, s);
-    if (!req->dry_run()) {
-      spdlog::info("audit: ApplyConfig by '{}' ({})", who, ctx->peer());
-    }
-    ScopedOrigin origin(who, ctx->peer());
-    return inner_->ApplyConfig(ctx, req, resp);
+    return gate_(ctx, "ApplyConfig", {}, [&] {
+      if (!req->dry_run()) spdlog::info("audit: ApplyConfig by '{}' ({})", CurrentOrigin().principal(), ctx->peer());
+      return inner_->ApplyConfig(ctx, req, resp);
+    });
   }
 
  private:
   QuotaServiceImpl* inner_;
-  const Authenticator* auth_;
+  Gate gate_;
 };
 
 class GuardedForecast final : public v1::ForecastService::CallbackService {
  public:
-  GuardedForecast(ForecastServiceImpl* inner, const Authenticator* auth) : inner_(inner), auth_(auth) {}
+  GuardedForecast(ForecastServiceImpl* inner, const Authenticator* auth) : inner_(inner), gate_(auth, kForecast) {}
 
   grpc::ServerUnaryReactor* Forecast(grpc::CallbackServerContext* ctx, const v1::ForecastRequest* req,
       v1::ForecastResponse* resp) override {
-    std::string who;
-    if (auto s = auth_->Check(*ctx, absl::StrCat(kForecast, "Forecast"), TeamScope(req->series().team()), &who); !s.ok()) {
-      return Refuse(ctx, s);
-    }
-    ScopedOrigin origin(who, ctx->peer());
-    return inner_->Forecast(ctx, req, resp);
+    return gate_(ctx, "Forecast", TeamScope(req->series().team()), [&] { return inner_->Forecast(ctx, req, resp); });
   }
 
   grpc::ServerUnaryReactor* RecommendReservations(grpc::CallbackServerContext* ctx,
       const v1::RecommendReservationsRequest* req,
       v1::RecommendReservationsResponse* resp) override {
-    std::string who;
-    if (auto s = auth_->Check(*ctx, absl::StrCat(kForecast, "RecommendReservations"), TeamScope(req->series().team()), &who);
-        !s.ok()) {
-      return Refuse(ctx, s);
-    }
-    ScopedOrigin origin(who, ctx->peer());
-    return inner_->RecommendReservations(ctx, req, resp);
+    return gate_(ctx, "RecommendReservations", TeamScope(req->series().team()),
+                 [&] { return inner_->RecommendReservations(ctx, req, resp); });
   }
 
   grpc::ServerUnaryReactor* ProposeTide(grpc::CallbackServerContext* ctx,
       const v1::ProposeTideRequest* req,
       v1::ProposeTideResponse* resp) override {
-    std::string who;
-    if (auto s = auth_->Check(*ctx, absl::StrCat(kForecast, "ProposeTide"), TeamScope(req->series().team()), &who);
-        !s.ok()) {
-      return Refuse(ctx, s);
-    }
-    ScopedOrigin origin(who, ctx->peer());
-    return inner_->ProposeTide(ctx, req, resp);
+    return gate_(ctx, "ProposeTide", TeamScope(req->series().team()),
+                 [&] { return inner_->ProposeTide(ctx, req, resp); });
   }
 
  private:
   ForecastServiceImpl* inner_;
-  const Authenticator* auth_;
+  Gate gate_;
 };
 
 class GuardedElastic final : public v1::ElasticService::CallbackService {
  public:
-  GuardedElastic(ElasticServiceImpl* inner, const Authenticator* auth) : inner_(inner), auth_(auth) {}
+  GuardedElastic(ElasticServiceImpl* inner, const Authenticator* auth) : inner_(inner), gate_(auth, kElastic) {}
 
   grpc::ServerWriteReactor<v1::ResizeRequest>* WatchResizes(grpc::CallbackServerContext* ctx,
       const v1::WatchResizesRequest* req) override {
-    std::string who;
-    if (auto s = auth_->Check(*ctx, absl::StrCat(kElastic, "WatchResizes"), JobIdScope(req->job()), &who); !s.ok()) {
-      return new RefusedWriter<v1::ResizeRequest>(s);
-    }
-    ScopedOrigin origin(who, ctx->peer());
-    return inner_->WatchResizes(ctx, req);
+    return gate_(ctx, "WatchResizes", JobIdScope(req->job()), [&] { return inner_->WatchResizes(ctx, req); });
   }
 
   grpc::ServerUnaryReactor* AckResize(grpc::CallbackServerContext* ctx,
       const v1::AckResizeRequest* req, v1::AckResizeResponse* resp) override {
-    std::string who;
-    if (auto s = auth_->Check(*ctx, absl::StrCat(kElastic, "AckResize"), JobIdScope(req->job()), &who); !s.ok()) {
-      return Refuse(ctx, s);
-    }
-    ScopedOrigin origin(who, ctx->peer());
-    return inner_->AckResize(ctx, req, resp);
+    return gate_(ctx, "AckResize", JobIdScope(req->job()), [&] { return inner_->AckResize(ctx, req, resp); });
   }
 
  private:
   ElasticServiceImpl* inner_;
-  const Authenticator* auth_;
+  Gate gate_;
 };
 
 class GuardedAgents final : public v1::AgentService::CallbackService {
  public:
-  GuardedAgents(AgentServiceImpl* inner, const Authenticator* auth) : inner_(inner), auth_(auth) {
-    if (!auth_->open()) {
+  GuardedAgents(AgentServiceImpl* inner, const Authenticator* auth) : inner_(inner), gate_(auth, kAgent) {
+    if (!auth->open()) {
       inner_->SetClaimCheck([auth](grpc::CallbackServerContext* ctx) { return auth->AgentClusterCheck(*ctx); });
     }
   }
 
+  // Any principal may open the stream; its hello's cluster is checked then.
   grpc::ServerBidiReactor<v1::AgentMessage, v1::BrokerAction>* Connect(
       grpc::CallbackServerContext* ctx) override {
-    std::string who;
-    if (auto s = auth_->Check(*ctx, "/tidegate.v1.AgentService/Connect", {}, &who); !s.ok()) return new RefusedAgent(s);
-    ScopedOrigin origin(who, ctx->peer());
-    return inner_->Connect(ctx);
+    return gate_(ctx, "Connect", {}, [&] { return inner_->Connect(ctx); });
   }
 
  private:
   AgentServiceImpl* inner_;
-  const Authenticator* auth_;
+  Gate gate_;
 };
 
 class GuardedDiagnostics final : public v1::DiagnosticsService::CallbackService {
  public:
-  GuardedDiagnostics(DiagnosticsServiceImpl* inner, const Authenticator* auth) : inner_(inner), auth_(auth) {}
+  GuardedDiagnostics(DiagnosticsServiceImpl* inner, const Authenticator* auth)
+      : inner_(inner), gate_(auth, kDiagnostics) {}
 
   grpc::ServerUnaryReactor* Ping(grpc::CallbackServerContext* ctx, const v1::PingRequest* req,
       v1::PingResponse* resp) override {
-    std::string who;
-    if (auto s = auth_->Check(*ctx, "/tidegate.v1.DiagnosticsService/Ping", {}, &who); !s.ok()) return Refuse(ctx, s);
-    ScopedOrigin origin(who, ctx->peer());
-    return inner_->Ping(ctx, req, resp);
+    return gate_(ctx, "Ping", {}, [&] { return inner_->Ping(ctx, req, resp); });
   }
 
  private:
   DiagnosticsServiceImpl* inner_;
-  const Authenticator* auth_;
+  Gate gate_;
 };
 
 }  // namespace
