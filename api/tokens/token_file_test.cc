@@ -19,7 +19,7 @@ TEST(ParseTokenFileTest, MapsEachHashToItsPrincipalSkippingCommentsAndBlankLines
 }
 
 TEST(ParseTokenFileTest, APlainOrUpperCaseTokenIsRefusedNamingTheFileAndLine) {
-  for (const std::string bad : {std::string("ci s3cret"), "ci " + std::string(64, 'A'), std::string("ci")}) {
+  for (const std::string& bad : {std::string("ci s3cret"), "ci " + std::string(64, 'A'), std::string("ci")}) {
     auto tokens = ParseTokenFile("# header\n" + bad + "\n", "/etc/tidegate/tokens");
     ASSERT_FALSE(tokens.ok()) << bad;
     EXPECT_EQ(tokens.status().code(), absl::StatusCode::kInvalidArgument);
