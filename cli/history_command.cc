@@ -16,6 +16,7 @@
 #include "cli/text_table.h"
 #include "ledger/store.h"
 #include "nlohmann/json.hpp"
+#include "tidegate/internal/v1/journal.pb.h"
 #include "tidegate/v1/config.pb.h"
 
 namespace tidegate::cli {

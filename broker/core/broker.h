@@ -23,6 +23,7 @@
 #include "absl/status/statusor.h"
 #include "broker/core/events.h"
 #include "broker/core/types.h"
+#include "tidegate/internal/v1/journal.pb.h"
 #include "tidegate/v1/config.pb.h"
 
 namespace tidegate::core {

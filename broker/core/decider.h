@@ -23,6 +23,7 @@
 
 #include "broker/core/state.h"
 #include "broker/core/victims.h"
+#include "tidegate/internal/v1/journal.pb.h"
 
 namespace tidegate::core {
 

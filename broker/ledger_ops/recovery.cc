@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "ledger/journal_damage.h"
+#include "tidegate/internal/v1/journal.pb.h"
 #include "tidegate/v1/config.pb.h"
 
 namespace tidegate::ledger_ops {

@@ -12,7 +12,7 @@
 
 #include <string>
 
-#include "tidegate/v1/config.pb.h"
+#include "tidegate/internal/v1/journal.pb.h"
 
 namespace tidegate::service {
 

@@ -42,6 +42,7 @@
 #include "broker/ledger_ops/recovery.h"
 #include "ledger/accounting.h"
 #include "ledger/store.h"
+#include "tidegate/internal/v1/journal.pb.h"
 #include "tidegate/v1/config.pb.h"
 
 namespace tidegate::service {

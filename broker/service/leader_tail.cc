@@ -3,6 +3,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "tidegate/internal/v1/journal.pb.h"
 #include "tidegate/v1/config.pb.h"
 
 namespace tidegate::service {

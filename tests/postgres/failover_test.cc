@@ -24,6 +24,7 @@
 #include "ledger/postgres_store.h"
 #include "tests/postgres/cluster.h"
 #include "tests/support/server_process.h"
+#include "tidegate/internal/v1/journal.pb.h"
 #include "tidegate/v1/config.pb.h"
 
 namespace tidegate::testing {
