@@ -45,9 +45,9 @@ void SetCapacity(v1::Config* c, Quantity gpus) {
   (*k->mutable_capacity())["gpu"] = gpus;
 }
 
-v1::Command Submit(const std::string& id, const std::string& team, Quantity gpus, int64_t grace_s = 30,
+internal::v1::Command Submit(const std::string& id, const std::string& team, Quantity gpus, int64_t grace_s = 30,
                    bool requeue = true) {
-  v1::Command cmd;
+  internal::v1::Command cmd;
   v1::JobSpec* s = cmd.mutable_submit();
   s->set_job(id);
   s->set_team(team);
@@ -57,8 +57,8 @@ v1::Command Submit(const std::string& id, const std::string& team, Quantity gpus
   return cmd;
 }
 
-v1::Command Finish(const std::string& id) {
-  v1::Command cmd;
+internal::v1::Command Finish(const std::string& id) {
+  internal::v1::Command cmd;
   cmd.set_finish(id);
   return cmd;
 }
@@ -292,7 +292,7 @@ void BM_DecisionAfterApplyConfig(benchmark::State& state) {
     return c;
   };
   std::unique_ptr<Broker> b = Create(config(10));
-  v1::Command apply;
+  internal::v1::Command apply;
   *apply.mutable_apply_config() = config(teams);
   b->Apply(apply, 0);
   Time now = kSec;

@@ -35,13 +35,13 @@ constexpr const char* kKinds[] = {"submit", "finish", "checkpoint", "adopt", "ac
                                   "vacate", "apply_config", "set_quota", "set_capacity"};
 
 // The job an entry is about, or "".
-std::string JobOf(const v1::Command& c) {
+std::string JobOf(const internal::v1::Command& c) {
   switch (c.kind_case()) {
-    case v1::Command::kSubmit: return c.submit().job();
-    case v1::Command::kFinish: return c.finish();
-    case v1::Command::kCheckpoint: return c.checkpoint();
-    case v1::Command::kVacate: return c.vacate();
-    case v1::Command::kAckResize: return c.ack_resize().job();
+    case internal::v1::Command::kSubmit: return c.submit().job();
+    case internal::v1::Command::kFinish: return c.finish();
+    case internal::v1::Command::kCheckpoint: return c.checkpoint();
+    case internal::v1::Command::kVacate: return c.vacate();
+    case internal::v1::Command::kAckResize: return c.ack_resize().job();
     default: return "";
   }
 }
@@ -93,12 +93,12 @@ int Run(const HistoryOptions& o, const Io& io) {
   // The ledger's initial state holds the config it was created with; the
   // journal holds every change since.
   if (auto first = (*store)->EarliestSnapshot(); first.ok() && first->has_value() && (*first)->seq == 0) {
-    v1::CoreSnapshot snapshot;
+    internal::v1::CoreSnapshot snapshot;
     if (snapshot.ParseFromString((*first)->payload)) config = std::make_unique<v1::Config>(snapshot.config());
   }
   absl::Status read = (*store)->ReadJournal(0, [&](const ledger::JournalRecord& rec) {
     if (rec.kind == "tick") return absl::OkStatus();  // the broker's clock, never asked for
-    v1::Command command;
+    internal::v1::Command command;
     if (!command.ParseFromString(rec.payload)) {
       return absl::DataLossError("journal entry " + std::to_string(rec.seq) + " does not parse");
     }
@@ -107,13 +107,13 @@ int Run(const HistoryOptions& o, const Io& io) {
     std::vector<std::string> changes;
     std::string team, job = JobOf(command), owner;
     switch (command.kind_case()) {
-      case v1::Command::kSubmit:
+      case internal::v1::Command::kSubmit:
         if (!jobs.contains(job)) jobs[job] = {command.submit().team(), principal};
         break;
-      case v1::Command::kAdopt:
+      case internal::v1::Command::kAdopt:
         for (const auto& spec : command.adopt().jobs()) jobs.try_emplace(spec.job(), JobFacts{spec.team(), ""});
         break;
-      case v1::Command::kApplyConfig:
+      case internal::v1::Command::kApplyConfig:
         if (config) {
           changes = text::ConfigDiff(*config, command.apply_config());
         } else {
@@ -123,7 +123,7 @@ int Run(const HistoryOptions& o, const Io& io) {
         }
         config = std::make_unique<v1::Config>(command.apply_config());
         break;
-      case v1::Command::kSetQuota:
+      case internal::v1::Command::kSetQuota:
         team = command.set_quota().team();
         break;
       default:
@@ -140,20 +140,20 @@ int Run(const HistoryOptions& o, const Io& io) {
     if (!o.principal.empty() && principal != o.principal) return absl::OkStatus();
     if (!o.job.empty() && job != o.job) return absl::OkStatus();
     if (!o.team.empty()) {
-      const bool about_team = command.kind_case() == v1::Command::kApplyConfig ? NamesTeam(changes, o.team)
+      const bool about_team = command.kind_case() == internal::v1::Command::kApplyConfig ? NamesTeam(changes, o.team)
                                                                                 : team == o.team;
       if (!about_team) return absl::OkStatus();
     }
     std::string about = job;
     const bool others_job = !job.empty() && !owner.empty() && owner != principal;
     if (others_job) absl::StrAppend(&about, " (admitted by ", owner, ")");
-    if (command.kind_case() == v1::Command::kApplyConfig) {
+    if (command.kind_case() == internal::v1::Command::kApplyConfig) {
       about = changes.empty() ? "no change" : absl::StrJoin(changes, "; ");
-    } else if (command.kind_case() == v1::Command::kSetQuota) {
+    } else if (command.kind_case() == internal::v1::Command::kSetQuota) {
       about = "quota of " + team;
-    } else if (command.kind_case() == v1::Command::kSetCapacity) {
+    } else if (command.kind_case() == internal::v1::Command::kSetCapacity) {
       about = "capacity of " + command.set_capacity().cluster();
-    } else if (command.kind_case() == v1::Command::kAdopt) {
+    } else if (command.kind_case() == internal::v1::Command::kAdopt) {
       std::vector<std::string> ids;
       for (const auto& spec : command.adopt().jobs()) ids.push_back(spec.job());
       about = "adopted " + absl::StrJoin(ids, ", ");
@@ -163,7 +163,7 @@ int Run(const HistoryOptions& o, const Io& io) {
       nlohmann::json row = {{"seq", rec.seq}, {"at_ms", rec.at_ms}, {"kind", kind}, {"journal_kind", rec.kind},
                             {"principal", principal}, {"peer", command.origin().peer()}, {"team", team},
                             {"job", job}, {"owner", owner}, {"others_job", others_job}, {"about", about}};
-      if (command.kind_case() == v1::Command::kApplyConfig) row["changes"] = changes;
+      if (command.kind_case() == internal::v1::Command::kApplyConfig) row["changes"] = changes;
       rows.push_back(std::move(row));
     } else {
       const std::string time =

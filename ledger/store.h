@@ -22,7 +22,7 @@
 
 namespace tidegate::ledger {
 
-// One journalled command. `payload` is a serialized tidegate.v1.Command;
+// One journalled command. `payload` is a serialized tidegate.internal.v1.Command;
 // `checksum` is CRC-32 (zlib) of the payload, checked on every read.
 struct JournalRecord {
   int64_t seq = 0;       // 1, 2, 3, ... without gaps.
@@ -32,7 +32,7 @@ struct JournalRecord {
   uint32_t checksum = 0;
 };
 
-// The core's whole state (a serialized tidegate.v1.CoreSnapshot) after the
+// The core's whole state (a serialized tidegate.internal.v1.CoreSnapshot) after the
 // journal entry `seq` (0 = the initial state, before any command).
 struct SnapshotRecord {
   int64_t seq = 0;

@@ -48,13 +48,13 @@ absl::StatusOr<std::unique_ptr<Broker>> Broker::Create(const v1::Config& config,
   return std::unique_ptr<Broker>(new Broker(std::move(state)));
 }
 
-std::vector<Event> Broker::Apply(const v1::Command& command, Time now) {
+std::vector<Event> Broker::Apply(const internal::v1::Command& command, Time now) {
   State& s = *state_;
   s.out().clear();
   s.ClearQuietChanges();
   Decider adm(s);
   const Time t = std::max(now, s.now());
-  if (command.kind_case() == v1::Command::kAckResize) {
+  if (command.kind_case() == internal::v1::Command::kAckResize) {
     // An ack at its deadline's instant is in time: it goes before the work
     // due at that instant (which would enforce or withdraw the resize).
     adm.RunDue(t - 1);
@@ -64,17 +64,17 @@ std::vector<Event> Broker::Apply(const v1::Command& command, Time now) {
   adm.RunDue(t);
   s.PruneEnded(s.now(), s.config().policy.ended_job_retention_s * kMillisPerSecond);
   switch (command.kind_case()) {
-    case v1::Command::kSubmit: adm.Submit(command.submit()); break;
-    case v1::Command::kAdopt: adm.Adopt(command.adopt()); break;
-    case v1::Command::kFinish: adm.Finish(command.finish()); break;
-    case v1::Command::kCheckpoint: adm.Checkpoint(command.checkpoint()); break;
-    case v1::Command::kSetQuota: adm.SetQuota(command.set_quota()); break;
-    case v1::Command::kSetCapacity: adm.SetCapacity(command.set_capacity()); break;
-    case v1::Command::kApplyConfig: adm.ApplyConfig(command.apply_config()); break;
-    case v1::Command::kVacate: adm.Vacate(command.vacate()); break;
-    case v1::Command::kAckResize: break;  // above.
-    case v1::Command::kTick: break;
-    case v1::Command::KIND_NOT_SET: adm.Error("", "command: no command given"); break;
+    case internal::v1::Command::kSubmit: adm.Submit(command.submit()); break;
+    case internal::v1::Command::kAdopt: adm.Adopt(command.adopt()); break;
+    case internal::v1::Command::kFinish: adm.Finish(command.finish()); break;
+    case internal::v1::Command::kCheckpoint: adm.Checkpoint(command.checkpoint()); break;
+    case internal::v1::Command::kSetQuota: adm.SetQuota(command.set_quota()); break;
+    case internal::v1::Command::kSetCapacity: adm.SetCapacity(command.set_capacity()); break;
+    case internal::v1::Command::kApplyConfig: adm.ApplyConfig(command.apply_config()); break;
+    case internal::v1::Command::kVacate: adm.Vacate(command.vacate()); break;
+    case internal::v1::Command::kAckResize: break;  // above.
+    case internal::v1::Command::kTick: break;
+    case internal::v1::Command::KIND_NOT_SET: adm.Error("", "command: no command given"); break;
   }
   adm.Cycle();
   adm.AnnounceQueued();

@@ -90,11 +90,11 @@ class Broker {
   static absl::StatusOr<std::unique_ptr<Broker>> Create(const v1::Config& config, Time now);
   // Rebuilds a core from Snapshot(); it then behaves exactly like the
   // original. INVALID_ARGUMENT when the snapshot is inconsistent.
-  static absl::StatusOr<std::unique_ptr<Broker>> Restore(const v1::CoreSnapshot& snapshot);
+  static absl::StatusOr<std::unique_ptr<Broker>> Restore(const internal::v1::CoreSnapshot& snapshot);
   ~Broker();
 
   // The whole state, deterministic (jobs sorted by id).
-  v1::CoreSnapshot Snapshot() const;
+  internal::v1::CoreSnapshot Snapshot() const;
   // Time of the latest command or tick applied.
   Time Now() const;
   // The config in force (as given, before compilation).
@@ -107,7 +107,7 @@ class Broker {
   // `now` must not go backwards (an earlier time is treated as the latest
   // seen). Bad input yields a `reject` (submit) or `error` event and changes
   // nothing else.
-  std::vector<Event> Apply(const v1::Command& command, Time now);
+  std::vector<Event> Apply(const internal::v1::Command& command, Time now);
 
   // What Apply would answer to submitting `spec`, when that submit would
   // change nothing: the `reject` event of an invalid spec, the `error` event

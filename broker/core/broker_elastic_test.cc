@@ -43,8 +43,8 @@ std::vector<std::string> Kinds(const std::vector<Event>& events) {
   return out;
 }
 
-v1::Command Ack(const std::string& job, int64_t epoch, int64_t replicas) {
-  v1::Command c;
+internal::v1::Command Ack(const std::string& job, int64_t epoch, int64_t replicas) {
+  internal::v1::Command c;
   c.mutable_ack_resize()->set_job(job);
   c.mutable_ack_resize()->set_epoch(epoch);
   c.mutable_ack_resize()->set_replicas(replicas);
@@ -70,7 +70,7 @@ TEST(ElasticTest, TideLeadShrinksAndARestoredCoreKeepsTheScheduleAndThePendingSh
   auto copy = Broker::Restore(b->Snapshot());
   ASSERT_TRUE(copy.ok()) << copy.status();
   EXPECT_EQ((*copy)->NextDeadline(), b->NextDeadline());
-  for (const v1::Command& c : {Ack("t1", 1, 2), Ack("t1", 2, 2), Spec("t2").Team("training").Gpus(2).Submit()}) {
+  for (const internal::v1::Command& c : {Ack("t1", 1, 2), Ack("t1", 2, 2), Spec("t2").Team("training").Gpus(2).Submit()}) {
     EXPECT_EQ(Kinds(b->Apply(c, lead + kSec)), Kinds((*copy)->Apply(c, lead + kSec)));
   }
   // The stale ack was an error; the right one shrank t1; t2 would borrow
@@ -87,7 +87,7 @@ TEST(ElasticTest, TideLeadShrinksAndARestoredCoreKeepsTheScheduleAndThePendingSh
 TEST(ElasticTest, StaleOrOutOfRangeAcksChangeNothing) {
   auto b = MakeBroker(kTide, kMonday);
   b->Apply(Spec("t1").Team("training").Gpus(2).Elastic(2, 6).Submit(), kMonday);
-  for (const v1::Command& bad : {Ack("t1", 7, 6), Ack("t1", 1, 1), Ack("t1", 1, 7), Ack("ghost", 1, 1)}) {
+  for (const internal::v1::Command& bad : {Ack("t1", 7, 6), Ack("t1", 1, 1), Ack("t1", 1, 7), Ack("ghost", 1, 1)}) {
     const auto events = b->Apply(bad, kMonday);
     ASSERT_EQ(events.size(), 1u);
     EXPECT_EQ(events[0].type, EventType::kError);

@@ -31,8 +31,8 @@ using test_support::TickCommand;
 
 std::unique_ptr<Broker> Make(const std::string& text, Time now = kT0) { return test_support::MakeBroker(text, now); }
 
-v1::Command SetQuota(const std::string& text) {
-  v1::Command c;
+internal::v1::Command SetQuota(const std::string& text) {
+  internal::v1::Command c;
   EXPECT_TRUE(google::protobuf::TextFormat::ParseFromString(text, c.mutable_set_quota())) << text;
   return c;
 }
@@ -167,7 +167,7 @@ TEST(BrokerTest, FinishOfAnUnknownJobIsAnError) {
 
 TEST(BrokerTest, EmptyCommandIsAnError) {
   auto b = Make(kConfig);
-  const auto events = b->Apply(v1::Command(), kT0);
+  const auto events = b->Apply(internal::v1::Command(), kT0);
   ASSERT_EQ(events.size(), 1u);
   EXPECT_EQ(events[0].type, EventType::kError);
 }
@@ -337,7 +337,7 @@ TEST(BrokerTest, CapacityAVictimFreesBeyondTheReclaimersNeedGoesToTheQueueAtOnce
     teams { name: "own" quota { key: "gpu" value { guaranteed: 2 } } }
     teams { name: "bor" quota { key: "gpu" value { guaranteed: 0 } } }
     teams { name: "w" quota { key: "gpu" value { guaranteed: 2 } } preemption { reclaim: RECLAIM_NEVER } })pb");
-  v1::Command borrower = Spec("b1").Team("bor").Gpus(3).Grace(0).Submit();
+  internal::v1::Command borrower = Spec("b1").Team("bor").Gpus(3).Grace(0).Submit();
   borrower.mutable_submit()->set_requeue(false);
   EXPECT_THAT(Lines(b->Apply(borrower, kT0)), ElementsAre("admit b1 bor borrowed=gpu:3"));
   EXPECT_THAT(Lines(b->Apply(Spec("w1").Team("w").Gpus(2).Submit(), kT0 + kSec)),
@@ -356,7 +356,7 @@ TEST(BrokerTest, AHigherPriorityHeadPreemptsWithinItsTeamBesideAStuckQueue) {
     clusters { name: "k1" capacity { key: "gpu" value: 2 } }
     teams { name: "w" quota { key: "gpu" value { guaranteed: 2 } }
             preemption { within_team: WITHIN_TEAM_LOWER_PRIORITY reclaim: RECLAIM_NEVER } })pb");
-  v1::Command low = Spec("l1").Team("w").Gpus(2).Grace(0).Submit();
+  internal::v1::Command low = Spec("l1").Team("w").Gpus(2).Grace(0).Submit();
   low.mutable_submit()->set_requeue(false);
   EXPECT_THAT(Lines(b->Apply(low, kT0)), ElementsAre("admit l1 w borrowed=gpu:0"));
   // Same priority as l1: it may not preempt it, and waits.

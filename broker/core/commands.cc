@@ -115,7 +115,7 @@ void Decider::Submit(const v1::JobSpec& spec) {
   submitted_.push_back(j);
 }
 
-void Decider::Adopt(const v1::AdoptJobs& batch) {
+void Decider::Adopt(const internal::v1::AdoptJobs& batch) {
   for (const v1::JobSpec& spec : batch.jobs()) {
     const absl::Status bounds = CheckSubmitBounds(spec, /*adopt=*/true);
     auto parsed = bounds.ok() ? ParseAdopted(s_.config(), spec, s_.now()) : absl::StatusOr<Job>(bounds);

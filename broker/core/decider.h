@@ -39,13 +39,13 @@ class Decider {
   // ---- commands (commands.cc, drain.cc for Vacate, growth.cc for AckResize)
 
   void Submit(const v1::JobSpec& spec);
-  void Adopt(const v1::AdoptJobs& batch);
+  void Adopt(const internal::v1::AdoptJobs& batch);
   void Finish(const std::string& id);
   // An agent confirmed a draining victim is gone: it leaves now, as if its
   // grace period had ended. `error` for a job that is not draining.
   void Vacate(const std::string& id);
   // An elastic framework acked resize request `epoch` at `replicas`.
-  void AckResize(const v1::AckResize& ack);
+  void AckResize(const internal::v1::AckResize& ack);
   void Checkpoint(const std::string& id);
   void SetQuota(const v1::SetQuota& set);
   void SetCapacity(const v1::SetCapacity& set);

@@ -222,7 +222,7 @@ void Decider::DropGrowRequest(int j) {
   s_.UpdateGrowable(j);
 }
 
-void Decider::AckResize(const v1::AckResize& ack) {
+void Decider::AckResize(const internal::v1::AckResize& ack) {
   const int j = s_.FindJob(ack.job());
   if (j < 0) {
     Error(ack.job(), absl::StrCat("ack_resize.job: unknown job '", ack.job(), "'"));

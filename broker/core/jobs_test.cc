@@ -40,26 +40,26 @@ std::unique_ptr<Broker> Make(const std::string& extra = "") {
   return b.ok() ? *std::move(b) : nullptr;
 }
 
-v1::Command Submit(const std::string& text) {
-  v1::Command c;
+internal::v1::Command Submit(const std::string& text) {
+  internal::v1::Command c;
   EXPECT_TRUE(google::protobuf::TextFormat::ParseFromString(text, c.mutable_submit())) << text;
   return c;
 }
-v1::Command Job(const std::string& id, int64_t gpus, const std::string& team = "a") {
+internal::v1::Command Job(const std::string& id, int64_t gpus, const std::string& team = "a") {
   return Submit(absl::StrCat("job: '", id, "' team: '", team, "' per_replica { key: 'gpu' value: ", gpus, " }"));
 }
-v1::Command Finish(const std::string& id) {
-  v1::Command c;
+internal::v1::Command Finish(const std::string& id) {
+  internal::v1::Command c;
   c.set_finish(id);
   return c;
 }
-v1::Command Checkpoint(const std::string& id) {
-  v1::Command c;
+internal::v1::Command Checkpoint(const std::string& id) {
+  internal::v1::Command c;
   c.set_checkpoint(id);
   return c;
 }
-v1::Command Tick() {
-  v1::Command c;
+internal::v1::Command Tick() {
+  internal::v1::Command c;
   c.mutable_tick();
   return c;
 }
@@ -114,11 +114,11 @@ TEST(EndedJobsTest, FinishOrCheckpointOfAnEndedJobChangesNothingAndIsNoError) {
   auto b = Make();
   b->Apply(Job("t1", 2), kT0);
   b->Apply(Finish("t1"), kT0 + kSec);
-  const v1::CoreSnapshot before = b->Snapshot();
+  const internal::v1::CoreSnapshot before = b->Snapshot();
   EXPECT_THAT(b->Apply(Finish("t1"), kT0 + 2 * kSec), IsEmpty());
   EXPECT_THAT(b->Apply(Checkpoint("t1"), kT0 + 3 * kSec), IsEmpty());
   EXPECT_EQ(b->GetJob("t1")->ended_at, kT0 + kSec);
-  v1::CoreSnapshot after = b->Snapshot();
+  internal::v1::CoreSnapshot after = b->Snapshot();
   after.set_now_ms(before.now_ms());
   EXPECT_TRUE(google::protobuf::util::MessageDifferencer::Equals(after, before));
 }

@@ -12,7 +12,7 @@ namespace tidegate::core::property {
 // About 145 lines: the events of one step are checked in stream order, and
 // each kind of event updates the state the later ones are checked against;
 // read it as one walk over the stream.
-std::string Checker::Step(const v1::Command& cmd, Time now) {
+std::string Checker::Step(const internal::v1::Command& cmd, Time now) {
   now_ = std::max(now_, now);
   // An ack is sent at an instant whose due work has already run (the
   // generator does not move the clock for it), so its effect comes first
@@ -20,7 +20,7 @@ std::string Checker::Step(const v1::Command& cmd, Time now) {
   if (cmd.has_ack_resize()) {
     const std::optional<Time> due = broker_->NextDeadline();
     if (due && *due <= now_) {
-      v1::Command tick;
+      internal::v1::Command tick;
       tick.mutable_tick();
       if (std::string err = Step(tick, now); !err.empty()) return err;
     }
@@ -216,7 +216,7 @@ SpecInfo Checker::Part(const std::string& id, int64_t replicas) const {
   return s;
 }
 
-bool Checker::AckValid(const v1::AckResize& ack) const {
+bool Checker::AckValid(const internal::v1::AckResize& ack) const {
   auto it = el_.find(ack.job());
   if (it == el_.end()) return false;  // unknown, ended or rigid
   const ElasticState& el = it->second;
@@ -242,7 +242,7 @@ void Checker::Complete(const std::string& id, int64_t replicas) {
   el.shrink_for.clear();
 }
 
-std::string Checker::CheckAck(const v1::AckResize& ack, bool expect_error, const std::optional<JobView>& before,
+std::string Checker::CheckAck(const internal::v1::AckResize& ack, bool expect_error, const std::optional<JobView>& before,
                      const std::vector<Event>& events) {
   if (expect_error) {
     // The error comes first (nothing was due); the cycle after it may still

@@ -46,7 +46,7 @@ class Checker {
   const std::vector<std::string>& stream() const { return stream_; }
 
   // Applies one command; returns "" or the first property it breaks.
-  std::string Step(const v1::Command& cmd, Time now);
+  std::string Step(const internal::v1::Command& cmd, Time now);
 
  private:
   std::optional<SpecInfo> Validate(const v1::JobSpec& s, bool adopt) const;
@@ -61,7 +61,7 @@ class Checker {
   SpecInfo Part(const std::string& id, int64_t replicas) const;
 
   // Would the core accept this ack? By our own model of the pending request.
-  bool AckValid(const v1::AckResize& ack) const;
+  bool AckValid(const internal::v1::AckResize& ack) const;
 
   // A pending request is over: the job runs `replicas`; what a shrink freed
   // is held for the job it was asked for, until that job's victims are all
@@ -70,7 +70,7 @@ class Checker {
 
   // An ack we sent: accepted and applied first (nothing else was due), or an
   // error that changes nothing at all.
-  std::string CheckAck(const v1::AckResize& ack, bool expect_error, const std::optional<JobView>& before,
+  std::string CheckAck(const internal::v1::AckResize& ack, bool expect_error, const std::optional<JobView>& before,
                        const std::vector<Event>& events);
 
   // Resize requests and their ends, and what happens to a pending request

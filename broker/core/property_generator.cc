@@ -126,7 +126,7 @@ v1::JobSpec RandomJob(Rng& rng, const Model& m, const v1::Config& c, const std::
 // An ack_resize: mostly a valid ack of a pending request (at the size asked,
 // or another size the request allows), else a stale epoch, a size outside
 // the request's range, or a job that is not elastic or unknown.
-std::optional<v1::AckResize> RandomAck(Rng& rng, const std::vector<JobView>& jobs) {
+std::optional<internal::v1::AckResize> RandomAck(Rng& rng, const std::vector<JobView>& jobs) {
   std::vector<const JobView*> pending, elastic, rigid;
   for (const JobView& j : jobs) {
     if (j.spec.has_elastic()) {
@@ -138,7 +138,7 @@ std::optional<v1::AckResize> RandomAck(Rng& rng, const std::vector<JobView>& job
   }
   if (elastic.empty()) return std::nullopt;
   if (pending.empty() && Chance(rng, 0.8)) return std::nullopt;  // mostly ack what is pending
-  v1::AckResize ack;
+  internal::v1::AckResize ack;
   const int64_t roll = Uniform(rng, 0, 99);
   if (!pending.empty() && roll < 70) {
     const JobView& j = *Pick(rng, pending);
@@ -178,9 +178,9 @@ std::string RunSeed(uint64_t seed, const Options& opt, bool check, v1::Config* c
   std::map<std::string, v1::JobSpec> sent;
   Time now = kStart;
   for (int i = 0; i < kSteps; ++i) {
-    v1::Command cmd;
+    internal::v1::Command cmd;
     if (opt.elastic && Chance(rng, 0.3)) {
-      if (std::optional<v1::AckResize> ack = RandomAck(rng, checker.jobs())) {
+      if (std::optional<internal::v1::AckResize> ack = RandomAck(rng, checker.jobs())) {
         // At the current instant: its due work has run, the ack comes first.
         *cmd.mutable_ack_resize() = *ack;
         steps->push_back({cmd, now});

@@ -15,7 +15,7 @@ namespace tidegate::core::property {
 // ---------------------------------------------------------------- generator
 
 struct Step {
-  v1::Command cmd;
+  internal::v1::Command cmd;
   Time now;
 };
 

@@ -23,7 +23,7 @@ struct Driver {
     broker = *std::move(b);
   }
   std::vector<std::string> Do(const std::string& cmd_text, Time at_s) {
-    v1::Command c;
+    internal::v1::Command c;
     EXPECT_TRUE(google::protobuf::TextFormat::ParseFromString(cmd_text, &c)) << cmd_text;
     std::vector<std::string> out;
     for (const Event& e : broker->Apply(c, kStart + at_s * kSec)) out.push_back(Serialize(e));
@@ -131,7 +131,7 @@ TEST(CoreRegressions, ARestoredCoreKeepsParkedJobsParked) {
   d.Do(R"(submit { job: "j38" team: "t1" cluster: "k1" replicas: 1 per_replica { key: "gpu" value: 1 } priority: 2 grace_s: 30 })", 668);
   auto restored = Broker::Restore(d.broker->Snapshot());
   ASSERT_TRUE(restored.ok());
-  v1::Command tick;
+  internal::v1::Command tick;
   tick.mutable_tick();
   std::vector<std::string> a, b;
   for (const Event& e : d.broker->Apply(tick, kStart + 2694 * kSec)) a.push_back(Serialize(e));

@@ -137,7 +137,7 @@ std::string RestoreDiverges(const v1::Config& config, const std::vector<Step>& s
   std::unique_ptr<Broker> copy;
   for (size_t i = 0; i < steps.size(); ++i) {
     if (i == at) {
-      const v1::CoreSnapshot snap = original->Snapshot();
+      const internal::v1::CoreSnapshot snap = original->Snapshot();
       auto restored = Broker::Restore(snap);
       if (!restored.ok()) return absl::StrCat("Restore failed: ", restored.status().message());
       copy = *std::move(restored);

@@ -27,9 +27,9 @@ Time Broker::Now() const { return state_->now(); }
 
 const v1::Config& Broker::Config() const { return state_->source(); }
 
-v1::CoreSnapshot Broker::Snapshot() const {
+internal::v1::CoreSnapshot Broker::Snapshot() const {
   const State& s = *state_;
-  v1::CoreSnapshot out;
+  internal::v1::CoreSnapshot out;
   *out.mutable_config() = s.source();
   out.set_now_ms(s.now());
   std::vector<int> jobs;
@@ -37,7 +37,7 @@ v1::CoreSnapshot Broker::Snapshot() const {
   std::sort(jobs.begin(), jobs.end(), [&](int a, int b) { return s.job(a).id < s.job(b).id; });
   for (int j : jobs) {
     const Job& job = s.job(j);
-    v1::JobSnapshot* js = out.add_jobs();
+    internal::v1::JobSnapshot* js = out.add_jobs();
     *js->mutable_spec() = job.spec;
     js->set_created_at_ms(job.created_at);
     js->set_state(StateOf(job.phase));
@@ -51,7 +51,7 @@ v1::CoreSnapshot Broker::Snapshot() const {
     std::sort(victims.begin(), victims.end());
     for (auto& v : victims) js->add_victims(v);
     for (const auto& hold : job.holds) {
-      v1::HeldCapacity* h = js->add_holds();
+      internal::v1::HeldCapacity* h = js->add_holds();
       h->set_team(s.node(hold.leaf).name);
       h->set_cluster(s.config().clusters[hold.cluster].name);
       for (int r = 0; r < s.num_resources(); ++r) {
@@ -76,7 +76,7 @@ v1::CoreSnapshot Broker::Snapshot() const {
   out.set_tide_lead_cursor_ms(s.tide().lead_cursor);
   out.set_tide_apply_cursor_ms(s.tide().apply_cursor);
   for (const auto& [id, e] : s.ended()) {  // std::map: sorted by id.
-    v1::EndedJobSnapshot* es = out.add_ended_jobs();
+    internal::v1::EndedJobSnapshot* es = out.add_ended_jobs();
     *es->mutable_spec() = e.spec;
     es->mutable_spec()->set_job(id);
     es->set_state(e.state);
@@ -95,7 +95,7 @@ v1::CoreSnapshot Broker::Snapshot() const {
 // Long on purpose: it rebuilds every part of State that Snapshot wrote, in
 // the order the parts depend on each other (config, jobs, holds, timers,
 // ended jobs, tide), and reads best as that one sequence.
-absl::StatusOr<std::unique_ptr<Broker>> Broker::Restore(const v1::CoreSnapshot& snap) {
+absl::StatusOr<std::unique_ptr<Broker>> Broker::Restore(const internal::v1::CoreSnapshot& snap) {
   auto compiled = CompileConfig(snap.config());
   if (compiled.ok() && HasTide(snap.config())) {
     const TideCalendar tide = compiled->tide;
@@ -106,7 +106,7 @@ absl::StatusOr<std::unique_ptr<Broker>> Broker::Restore(const v1::CoreSnapshot& 
   State& s = *state;
   s.set_now(snap.now_ms());
   auto bad = [](auto&&... parts) { return absl::InvalidArgumentError(absl::StrCat("snapshot: ", parts...)); };
-  for (const v1::JobSnapshot& js : snap.jobs()) {
+  for (const internal::v1::JobSnapshot& js : snap.jobs()) {
     auto parsed = ParseJobSpec(s.config(), js.spec(), js.created_at_ms());
     if (!parsed.ok()) return bad("job '", js.spec().job(), "': ", std::string(parsed.status().message()));
     if (s.FindJob(parsed->id) >= 0) return bad("duplicate job '", parsed->id, "'");
@@ -148,7 +148,7 @@ absl::StatusOr<std::unique_ptr<Broker>> Broker::Restore(const v1::CoreSnapshot& 
   }
   // Links between jobs, held capacity and timers.
   const Time backoff = s.config().policy.requeue_backoff_s * kMillisPerSecond;
-  for (const v1::JobSnapshot& js : snap.jobs()) {
+  for (const internal::v1::JobSnapshot& js : snap.jobs()) {
     const int j = s.FindJob(js.spec().job());
     Job& job = s.job(j);
     if (!js.drain_for().empty()) {
@@ -188,7 +188,7 @@ absl::StatusOr<std::unique_ptr<Broker>> Broker::Restore(const v1::CoreSnapshot& 
       s.AddTimer(job.requeued_at + backoff, j);
     }
   }
-  for (const v1::EndedJobSnapshot& es : snap.ended_jobs()) {
+  for (const internal::v1::EndedJobSnapshot& es : snap.ended_jobs()) {
     const std::string& id = es.spec().job();
     if (id.empty() || s.FindJob(id) >= 0 || s.FindEnded(id)) return bad("ended job '", id, "' is empty or a duplicate");
     if (es.state() != v1::JOB_STATE_ENDED && es.state() != v1::JOB_STATE_REJECTED) {
@@ -216,7 +216,7 @@ absl::StatusOr<std::unique_ptr<Broker>> Broker::Restore(const v1::CoreSnapshot& 
   ResetTide(s);
   // Jobs that were parked stay parked until the next change, as they would
   // have in the original.
-  for (const v1::JobSnapshot& js : snap.jobs()) {
+  for (const internal::v1::JobSnapshot& js : snap.jobs()) {
     Job& job = s.job(s.FindJob(js.spec().job()));
     if (js.has_search_failed_at_ms()) {
       job.search_failed_at = js.search_failed_at_ms();

@@ -56,27 +56,27 @@ class JobSpecBuilder {
     return *this;
   }
   const v1::JobSpec& Build() const { return spec_; }
-  v1::Command Submit() const;
+  internal::v1::Command Submit() const;
 
  private:
   v1::JobSpec spec_;
 };
 
-inline v1::Command SubmitCommand(v1::JobSpec spec) {
-  v1::Command c;
+inline internal::v1::Command SubmitCommand(v1::JobSpec spec) {
+  internal::v1::Command c;
   *c.mutable_submit() = std::move(spec);
   return c;
 }
-inline v1::Command JobSpecBuilder::Submit() const { return SubmitCommand(spec_); }
+inline internal::v1::Command JobSpecBuilder::Submit() const { return SubmitCommand(spec_); }
 
-inline v1::Command FinishCommand(const std::string& id) {
-  v1::Command c;
+inline internal::v1::Command FinishCommand(const std::string& id) {
+  internal::v1::Command c;
   c.set_finish(id);
   return c;
 }
 
-inline v1::Command TickCommand() {
-  v1::Command c;
+inline internal::v1::Command TickCommand() {
+  internal::v1::Command c;
   c.mutable_tick();
   return c;
 }

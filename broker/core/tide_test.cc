@@ -197,11 +197,11 @@ TEST(TideTest, ARestoredCoreKeepsAJobTheGuardHoldsBackParked) {
   const Time lead = At("2026-01-05T07:50:00Z");
   auto original = Broker::Create(Parse(kServing), lead - 1000);
   ASSERT_TRUE(original.ok()) << original.status();
-  v1::Command submit;
+  internal::v1::Command submit;
   submit.mutable_submit()->set_job("t1");
   submit.mutable_submit()->set_team("training");
   (*submit.mutable_submit()->mutable_per_replica())["gpu"] = 6;  // the coming quota leaves training 4.
-  v1::Command tick;
+  internal::v1::Command tick;
   tick.mutable_tick();
   (*original)->Apply(tick, lead);
   (*original)->Apply(submit, lead + 1000);
@@ -211,7 +211,7 @@ TEST(TideTest, ARestoredCoreKeepsAJobTheGuardHoldsBackParked) {
   ASSERT_TRUE(copy.ok()) << copy.status();
   const Time later = lead + 100'000;
   EXPECT_EQ((*original)->Apply(tick, later).size(), (*copy)->Apply(tick, later).size());
-  const v1::CoreSnapshot a = (*original)->Snapshot(), b = (*copy)->Snapshot();
+  const internal::v1::CoreSnapshot a = (*original)->Snapshot(), b = (*copy)->Snapshot();
   EXPECT_TRUE(google::protobuf::util::MessageDifferencer::Equals(a, b))
       << a.ShortDebugString() << "\n" << b.ShortDebugString();
 }
@@ -223,21 +223,21 @@ TEST(TideTest, TideReasonsStateTheChangeTheDeadlineAndTheNumbers) {
   const Time lead = At("2026-01-05T07:50:00Z");
   auto broker = Broker::Create(Parse(kServing), lead - 10'000);
   ASSERT_TRUE(broker.ok()) << broker.status();
-  v1::Command big;
+  internal::v1::Command big;
   big.mutable_submit()->set_job("big");
   big.mutable_submit()->set_team("training");
   big.mutable_submit()->set_grace_s(30);
   (*big.mutable_submit()->mutable_per_replica())["gpu"] = 10;
   (*broker)->Apply(big, lead - 5'000);
   ASSERT_EQ((*broker)->GetJob("big")->state, v1::JOB_STATE_ADMITTED);
-  v1::Command tick;
+  internal::v1::Command tick;
   tick.mutable_tick();
   (*broker)->Apply(tick, lead);
   ASSERT_EQ((*broker)->GetJob("big")->state, v1::JOB_STATE_DRAINING);
   EXPECT_EQ((*broker)->GetJob("big")->reason,
             "draining for tide:serving (tide: its quota rises at 2026-01-05T08:00:00Z) until "
             "2026-01-05T07:50:30Z at the latest");
-  v1::Command small;
+  internal::v1::Command small;
   small.mutable_submit()->set_job("t1");
   small.mutable_submit()->set_team("training");
   (*small.mutable_submit()->mutable_per_replica())["gpu"] = 6;

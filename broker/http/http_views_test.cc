@@ -174,7 +174,7 @@ TEST(Metrics, DecisionsCountPerTeamOfTheConfigAndTheQueueAgesFromSubmission) {
   std::vector<std::vector<core::Event>> events;
   for (const auto& [job, team, gpus] : std::vector<std::tuple<std::string, std::string, int>>{
            {"big", "red", 6}, {"small", "red", 1}, {"stray", "no-such-team", 1}}) {
-    v1::Command submit;
+    internal::v1::Command submit;
     submit.mutable_submit()->set_job(job);
     submit.mutable_submit()->set_team(team);
     submit.mutable_submit()->set_replicas(1);

@@ -43,7 +43,7 @@ class LoopHooks : public ::testing::Test {
     });
   }
   absl::Status Admit(const std::string& job) {
-    v1::Command c;
+    internal::v1::Command c;
     c.mutable_submit()->set_job(job);
     c.mutable_submit()->set_team("red");
     (*c.mutable_submit()->mutable_per_replica())["gpu"] = 1;

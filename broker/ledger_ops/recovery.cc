@@ -40,7 +40,7 @@ absl::StatusOr<std::optional<std::string>> MisfitWithJournal(ledger::Store& stor
 }
 
 absl::StatusOr<std::unique_ptr<core::Broker>> Restore(const ledger::SnapshotRecord& snapshot) {
-  v1::CoreSnapshot parsed;
+  internal::v1::CoreSnapshot parsed;
   if (!parsed.ParseFromString(snapshot.payload)) {
     return absl::DataLossError(absl::StrCat("snapshot at seq ", snapshot.seq, " does not parse"));
   }
@@ -99,7 +99,7 @@ absl::StatusOr<RecoveredCore> RecoverCore(ledger::Store& store) {
   out.seq = *start;
   out.snapshot_seq = *start;
   absl::Status replay = store.ReadJournal(*start, [&](const ledger::JournalRecord& rec) -> absl::Status {
-    v1::Command command;
+    internal::v1::Command command;
     if (!command.ParseFromString(rec.payload)) {
       return absl::DataLossError(absl::StrCat("ledger: journal entry ", rec.seq, " does not parse"));
     }

@@ -17,7 +17,7 @@ namespace tidegate::ledger_ops {
 namespace {
 
 absl::StatusOr<std::unique_ptr<core::Broker>> RestoreSnapshot(const ledger::SnapshotRecord& snap) {
-  v1::CoreSnapshot parsed;
+  internal::v1::CoreSnapshot parsed;
   if (!parsed.ParseFromString(snap.payload)) {
     return absl::DataLossError(absl::StrCat("snapshot at seq ", snap.seq, " does not parse"));
   }
@@ -28,7 +28,7 @@ absl::StatusOr<std::unique_ptr<core::Broker>> RestoreSnapshot(const ledger::Snap
 // already in its snapshot).
 absl::Status ApplyEntry(core::Broker& broker, int64_t after, const ledger::JournalRecord& rec, int64_t* entries) {
   if (rec.seq <= after) return absl::OkStatus();
-  v1::Command command;
+  internal::v1::Command command;
   if (!command.ParseFromString(rec.payload)) {
     return absl::DataLossError(absl::StrCat("journal entry ", rec.seq, " does not parse"));
   }
@@ -67,13 +67,13 @@ absl::StatusOr<VerifyReport> VerifyLedger(ledger::Store& store) {
     return report;
   }
   std::unique_ptr<core::Broker>* from_snapshot = &recovered->broker;
-  const v1::CoreSnapshot a = (*from_start)->Snapshot();
-  const v1::CoreSnapshot b = (*from_snapshot)->Snapshot();
+  const internal::v1::CoreSnapshot a = (*from_start)->Snapshot();
+  const internal::v1::CoreSnapshot b = (*from_snapshot)->Snapshot();
   report.jobs = a.jobs_size();
   if (!google::protobuf::util::MessageDifferencer::Equivalent(a.config(), b.config())) {
     report.problems.push_back("config: the replayed config differs from the latest snapshot's");
   }
-  std::map<std::string, const v1::JobSnapshot*> ja, jb;
+  std::map<std::string, const internal::v1::JobSnapshot*> ja, jb;
   for (const auto& j : a.jobs()) ja[j.spec().job()] = &j;
   for (const auto& j : b.jobs()) jb[j.spec().job()] = &j;
   for (const auto& [id, j] : ja) {
@@ -84,7 +84,7 @@ absl::StatusOr<VerifyReport> VerifyLedger(ledger::Store& store) {
     }
     google::protobuf::util::MessageDifferencer diff;
     // The wait reason is a cached explanation, not state.
-    diff.IgnoreField(v1::JobSnapshot::descriptor()->FindFieldByName("reason"));
+    diff.IgnoreField(internal::v1::JobSnapshot::descriptor()->FindFieldByName("reason"));
     std::string out;
     diff.ReportDifferencesToString(&out);
     if (!diff.Compare(*j, *it->second)) {

@@ -88,7 +88,7 @@ grpc::ServerUnaryReactor* AdmissionServiceImpl::Admit(grpc::CallbackServerContex
       return reactor;
     }
   }
-  v1::Command cmd;
+  internal::v1::Command cmd;
   *cmd.mutable_submit() = req->job();
   loop_->Submit(std::move(cmd), [this, reactor, resp, id, spec = req->job()](absl::StatusOr<Applied> applied) {
     if (!applied.ok()) {
@@ -177,7 +177,7 @@ grpc::ServerUnaryReactor* AdmissionServiceImpl::Release(grpc::CallbackServerCont
     reactor->Finish(grpc::Status(grpc::StatusCode::NOT_FOUND, absl::StrCat("job '", id, "' is not known")));
     return reactor;
   }
-  v1::Command cmd;
+  internal::v1::Command cmd;
   cmd.set_finish(id);
   loop_->Submit(std::move(cmd), FinishOkUnlessUnknown(reactor, id));
   return reactor;
@@ -201,7 +201,7 @@ grpc::ServerUnaryReactor* AdmissionServiceImpl::ReportCheckpoint(grpc::CallbackS
     reactor->Finish(grpc::Status::OK);
     return reactor;
   }
-  v1::Command cmd;
+  internal::v1::Command cmd;
   cmd.set_checkpoint(id);
   loop_->Submit(std::move(cmd), FinishOkUnlessUnknown(reactor, id));
   return reactor;

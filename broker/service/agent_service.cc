@@ -144,7 +144,7 @@ class AgentServiceImpl::Connection
     auto model = loop->Published();
     switch (m.kind_case()) {
       case v1::AgentMessage::kCapacity: {
-        v1::Command cmd;
+        internal::v1::Command cmd;
         cmd.mutable_set_capacity()->set_cluster(cluster);
         *cmd.mutable_set_capacity()->mutable_capacity() = m.capacity().capacity();
         // Only a change is journalled.
@@ -170,11 +170,11 @@ class AgentServiceImpl::Connection
         const std::string& id = m.started().spec().job();
         const v1::JobInfo* j = model->FindJob(id);
         if (j && j->state() != v1::JOB_STATE_QUEUED) return;  // started as admitted.
-        v1::Command adopt;
+        internal::v1::Command adopt;
         *adopt.mutable_adopt()->add_jobs() = m.started().spec();
         if (j) {
           spdlog::warn("agent {}: {} runs although the broker queued it; recording it as running", cluster, id);
-          v1::Command finish;
+          internal::v1::Command finish;
           finish.set_finish(id);
           loop->Submit(std::move(finish), Logged(absl::StrCat("finish ", id)));
         } else {
@@ -187,7 +187,7 @@ class AgentServiceImpl::Connection
         const std::string& id = m.ended().job();
         if (!model->FindJob(id)) return;  // already gone (e.g. its grace period ended first).
         spdlog::info("agent {}: {} ended ({})", cluster, id, m.ended().reason());
-        v1::Command cmd;
+        internal::v1::Command cmd;
         cmd.set_finish(id);
         loop->Submit(std::move(cmd), Logged(absl::StrCat("finish ", id)));
         return;
@@ -197,7 +197,7 @@ class AgentServiceImpl::Connection
         const v1::JobInfo* j = model->FindJob(id);
         if (!j || j->state() == v1::JOB_STATE_QUEUED) return;
         spdlog::info("agent {}: {} gone ({})", cluster, id, m.gone().reason());
-        v1::Command cmd;
+        internal::v1::Command cmd;
         if (j->state() == v1::JOB_STATE_DRAINING) cmd.set_vacate(id);
         else cmd.set_finish(id);
         loop->Submit(std::move(cmd), Logged(absl::StrCat("gone ", id)));
@@ -210,7 +210,7 @@ class AgentServiceImpl::Connection
         }
         return;
       case v1::AgentMessage::kReplicas: {
-        v1::Command cmd;
+        internal::v1::Command cmd;
         cmd.mutable_ack_resize()->set_job(m.replicas().job());
         cmd.mutable_ack_resize()->set_epoch(m.replicas().epoch());
         cmd.mutable_ack_resize()->set_replicas(m.replicas().replicas());
@@ -260,8 +260,8 @@ class AgentServiceImpl::Connection
     CoreLoop* loop = svc_->loop_;
     absl::flat_hash_map<std::string, const v1::ObservedJob*> seen;
     for (const auto& o : view.jobs()) seen[o.spec().job()] = &o;
-    v1::Command adopt;
-    std::vector<v1::Command> commands;
+    internal::v1::Command adopt;
+    std::vector<internal::v1::Command> commands;
     for (const auto& o : view.jobs()) {
       if (!o.running()) continue;
       const v1::JobInfo* j = model.FindJob(o.spec().job());
@@ -269,7 +269,7 @@ class AgentServiceImpl::Connection
       if (j) {
         spdlog::warn("agent {}: {} runs although the broker queued it; recording it as running", cluster,
                      o.spec().job());
-        v1::Command finish;
+        internal::v1::Command finish;
         finish.set_finish(o.spec().job());
         commands.push_back(std::move(finish));
       } else {
@@ -281,7 +281,7 @@ class AgentServiceImpl::Connection
       if (j->cluster() != cluster || seen.contains(j->job())) continue;
       if (j->state() == v1::JOB_STATE_ENDED || j->state() == v1::JOB_STATE_REJECTED) continue;
       spdlog::info("agent {}: {} is no longer in the cluster; finishing it", cluster, j->job());
-      v1::Command finish;
+      internal::v1::Command finish;
       finish.set_finish(j->job());
       commands.push_back(std::move(finish));
     }
@@ -340,7 +340,7 @@ class AgentServiceImpl::Connection
 
   AgentServiceImpl* svc_;
   const std::string peer_;
-  const v1::CommandOrigin origin_;  // who opened the stream, for the journal
+  const internal::v1::CommandOrigin origin_;  // who opened the stream, for the journal
   v1::AgentMessage in_;  // only the reader touches it.
   std::string cluster_;  // set once by hello; guarded by mu_
   std::string agent_id_;

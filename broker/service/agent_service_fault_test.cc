@@ -81,7 +81,7 @@ class AgentServiceFaultTest : public ::testing::Test {
     return false;
   }
   absl::StatusOr<Applied> Admit(const std::string& job) {
-    v1::Command command;
+    internal::v1::Command command;
     command.mutable_submit()->set_job(job);
     command.mutable_submit()->set_team("red");
     command.mutable_submit()->set_replicas(1);

@@ -2,7 +2,7 @@
 
 namespace tidegate::service {
 namespace {
-thread_local const v1::CommandOrigin* t_origin = nullptr;
+thread_local const internal::v1::CommandOrigin* t_origin = nullptr;
 }  // namespace
 
 ScopedOrigin::ScopedOrigin(std::string principal, std::string peer) : previous_(t_origin) {
@@ -13,9 +13,9 @@ ScopedOrigin::ScopedOrigin(std::string principal, std::string peer) : previous_(
 
 ScopedOrigin::~ScopedOrigin() { t_origin = previous_; }
 
-v1::CommandOrigin CurrentOrigin() { return t_origin != nullptr ? *t_origin : v1::CommandOrigin(); }
+internal::v1::CommandOrigin CurrentOrigin() { return t_origin != nullptr ? *t_origin : internal::v1::CommandOrigin(); }
 
-void StampOrigin(v1::Command* command) {
+void StampOrigin(internal::v1::Command* command) {
   if (t_origin != nullptr && !command->has_origin()) *command->mutable_origin() = *t_origin;
 }
 

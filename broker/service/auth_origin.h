@@ -19,24 +19,24 @@ namespace tidegate::service {
 class ScopedOrigin {
  public:
   ScopedOrigin(std::string principal, std::string peer);
-  explicit ScopedOrigin(const v1::CommandOrigin& origin) : ScopedOrigin(origin.principal(), origin.peer()) {}
+  explicit ScopedOrigin(const internal::v1::CommandOrigin& origin) : ScopedOrigin(origin.principal(), origin.peer()) {}
   ~ScopedOrigin();
   ScopedOrigin(const ScopedOrigin&) = delete;
   ScopedOrigin& operator=(const ScopedOrigin&) = delete;
 
  private:
-  v1::CommandOrigin origin_;
-  const v1::CommandOrigin* previous_;
+  internal::v1::CommandOrigin origin_;
+  const internal::v1::CommandOrigin* previous_;
 };
 
 // The innermost ScopedOrigin of this thread (empty when there is none): a
 // stream captures it when it opens and restores it around the commands its
 // later messages cause, on whatever thread reads them.
-v1::CommandOrigin CurrentOrigin();
+internal::v1::CommandOrigin CurrentOrigin();
 
 // Sets command->origin from the innermost ScopedOrigin of this thread, if
 // any and if the command has none yet.
-void StampOrigin(v1::Command* command);
+void StampOrigin(internal::v1::Command* command);
 
 }  // namespace tidegate::service
 

@@ -75,7 +75,7 @@ absl::StatusOr<std::unique_ptr<CoreLoop>> CoreLoop::Open(const v1::Config& confi
                  diff.size(), diff.size() == 1 ? "change" : "changes");
     for (const auto& line : diff) spdlog::warn("config:   {}", line);
     if (diff.empty()) spdlog::warn("config:   (only the order of entries differs)");
-    v1::Command apply;
+    internal::v1::Command apply;
     *apply.mutable_apply_config() = config;
     absl::Status result;
     loop->ApplyBatch({Pending{apply, [&](absl::StatusOr<Applied> applied) {
@@ -148,9 +148,9 @@ void CoreLoop::Respond() {
   }
 }
 
-void CoreLoop::DryRun(v1::Command command, Done done) { Enqueue(std::move(command), std::move(done), /*dry_run=*/true); }
+void CoreLoop::DryRun(internal::v1::Command command, Done done) { Enqueue(std::move(command), std::move(done), /*dry_run=*/true); }
 
-absl::Status CoreLoop::CheckSize(const v1::Command& command) const {
+absl::Status CoreLoop::CheckSize(const internal::v1::Command& command) const {
   const bool config_sized = ConfigSized(command);
   const int64_t limit = config_sized ? options_.max_config_bytes : options_.max_command_bytes;
   const size_t size = command.ByteSizeLong();
@@ -165,12 +165,12 @@ int64_t CoreLoop::queued_for_tests() const {
   return static_cast<int64_t>(queue_.size());
 }
 
-void CoreLoop::Submit(v1::Command command, Done done) {
+void CoreLoop::Submit(internal::v1::Command command, Done done) {
   StampOrigin(&command);  // who asked, for the journal (auth_origin.h)
   Enqueue(std::move(command), std::move(done), /*dry_run=*/false);
 }
 
-void CoreLoop::Enqueue(v1::Command command, Done done, bool dry_run) {
+void CoreLoop::Enqueue(internal::v1::Command command, Done done, bool dry_run) {
   if (auto s = CheckSize(command); !s.ok()) {
     done(s);
     return;

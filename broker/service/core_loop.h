@@ -119,12 +119,12 @@ class CoreLoop {
   // reads keep the last acknowledged state. After Stop() began, `done` gets
   // UNAVAILABLE at once; past the size limit INVALID_ARGUMENT and with the
   // queue full RESOURCE_EXHAUSTED, at once on the caller's thread.
-  void Submit(v1::Command command, Done done);
+  void Submit(internal::v1::Command command, Done done);
   // Like Submit (the same size limit, unknown-field scrubbing and queue
   // bound), but the command is applied to a copy of the core (restored from
   // its snapshot, so O(state)) and neither journalled nor kept: `done` gets
   // the events the real command would cause now. For dry runs.
-  void DryRun(v1::Command command, Done done);
+  void DryRun(internal::v1::Command command, Done done);
   // Finishes what is queued, writes a snapshot, stops the thread.
   void Stop();
 
@@ -153,7 +153,7 @@ class CoreLoop {
 
  private:
   struct Pending {
-    v1::Command command;
+    internal::v1::Command command;
     Done done;
     bool dry_run = false;
   };
@@ -161,7 +161,7 @@ class CoreLoop {
            CoreLoopOptions options, int64_t seq);
   void Run();
   // Answers a command too large for its kind; OK when it fits.
-  absl::Status CheckSize(const v1::Command& command) const;
+  absl::Status CheckSize(const internal::v1::Command& command) const;
   bool TickDue(core::Time now) const;
   void ApplyBatch(std::vector<Pending> batch);
   // The commit-failure path: answers the batch UNAVAILABLE, keeps its usage
@@ -175,9 +175,9 @@ class CoreLoop {
   // says whether the answer may promise that nothing was changed.
   void Refuse(std::vector<Pending> batch, bool surely_unwritten = true);
   // Submit and DryRun: the same size limit, field scrubbing and queue bound.
-  void Enqueue(v1::Command command, Done done, bool dry_run);
+  void Enqueue(internal::v1::Command command, Done done, bool dry_run);
   absl::Status Snapshot();
-  std::vector<core::Event> DryRunEvents(const v1::Command& command, core::Time now) const;
+  std::vector<core::Event> DryRunEvents(const internal::v1::Command& command, core::Time now) const;
   void Publish(const std::vector<core::Event>& events, const std::vector<std::string>& touched);
 
   // Usage and loans: observes the leaves of `changed_teams` (every team when

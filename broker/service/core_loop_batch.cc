@@ -30,7 +30,7 @@ void CoreLoop::ApplyBatch(std::vector<Pending> batch) {
   absl::flat_hash_map<std::string, const core::Event*> last_event;  // per job, for ended/rejected rows
   std::vector<std::vector<core::Event>> applied_events;  // of journalled commands, in order
   std::vector<std::string> quiet;  // changed with no event (QuietlyChangedIds)
-  auto apply = [&](const v1::Command& command) -> std::vector<core::Event> {
+  auto apply = [&](const internal::v1::Command& command) -> std::vector<core::Event> {
     const uint64_t quota_generation = broker_->QuotaGeneration();
     std::vector<core::Event> events = broker_->Apply(command, now);
     // A tide change replaces the quota in force during any command.
@@ -56,7 +56,7 @@ void CoreLoop::ApplyBatch(std::vector<Pending> batch) {
     return events;
   };
   for (size_t i = 0; i < batch.size(); ++i) {
-    const v1::Command& command = batch[i].command;
+    const internal::v1::Command& command = batch[i].command;
     if (batch[i].dry_run) {
       results[i] = DryRunEvents(command, now);
       continue;
@@ -75,7 +75,7 @@ void CoreLoop::ApplyBatch(std::vector<Pending> batch) {
   // Time-driven work is due and nothing above ran it (an idle loop, or a
   // batch of commands without effect): a tick, journalled like any command.
   if (TickDue(now) && out.journal.empty()) {
-    v1::Command tick;
+    internal::v1::Command tick;
     tick.mutable_tick();
     apply(tick);
   }
@@ -233,7 +233,7 @@ void CoreLoop::Refuse(std::vector<Pending> batch, bool surely_unwritten) {
   QueueAnswers(std::move(answers), nullptr);
 }
 
-std::vector<core::Event> CoreLoop::DryRunEvents(const v1::Command& command, core::Time now) const {
+std::vector<core::Event> CoreLoop::DryRunEvents(const internal::v1::Command& command, core::Time now) const {
   auto copy = core::Broker::Restore(broker_->Snapshot());
   if (!copy.ok()) {
     core::Event error;

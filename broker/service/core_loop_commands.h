@@ -14,19 +14,19 @@
 namespace tidegate::service::loop_internal {
 
 // The journal's `kind` column.
-inline const char* KindOf(const v1::Command& c) {
+inline const char* KindOf(const internal::v1::Command& c) {
   switch (c.kind_case()) {
-    case v1::Command::kSubmit: return "submit";
-    case v1::Command::kAdopt: return "adopt";
-    case v1::Command::kFinish: return "finish";
-    case v1::Command::kCheckpoint: return "checkpoint";
-    case v1::Command::kSetQuota: return "set_quota";
-    case v1::Command::kSetCapacity: return "set_capacity";
-    case v1::Command::kTick: return "tick";
-    case v1::Command::kApplyConfig: return "apply_config";
-    case v1::Command::kAckResize: return "ack_resize";
-    case v1::Command::kVacate: return "vacate";
-    case v1::Command::KIND_NOT_SET: return "none";
+    case internal::v1::Command::kSubmit: return "submit";
+    case internal::v1::Command::kAdopt: return "adopt";
+    case internal::v1::Command::kFinish: return "finish";
+    case internal::v1::Command::kCheckpoint: return "checkpoint";
+    case internal::v1::Command::kSetQuota: return "set_quota";
+    case internal::v1::Command::kSetCapacity: return "set_capacity";
+    case internal::v1::Command::kTick: return "tick";
+    case internal::v1::Command::kApplyConfig: return "apply_config";
+    case internal::v1::Command::kAckResize: return "ack_resize";
+    case internal::v1::Command::kVacate: return "vacate";
+    case internal::v1::Command::KIND_NOT_SET: return "none";
   }
   return "none";
 }
@@ -37,16 +37,16 @@ inline core::Time TickMs(const core::Broker& broker) {
 }
 
 // Commands that may carry a whole config or an agent's whole view.
-inline bool ConfigSized(const v1::Command& c) {
+inline bool ConfigSized(const internal::v1::Command& c) {
   return c.has_apply_config() || c.has_set_quota() || c.has_set_capacity() || c.has_adopt();
 }
 
-inline bool ChangesConfig(const v1::Command& c) {
+inline bool ChangesConfig(const internal::v1::Command& c) {
   return c.has_set_quota() || c.has_set_capacity() || c.has_apply_config();
 }
 
 // The jobs a command names, if any.
-inline void CommandJobs(const v1::Command& c, std::vector<std::string>* out) {
+inline void CommandJobs(const internal::v1::Command& c, std::vector<std::string>* out) {
   if (c.has_submit()) out->push_back(c.submit().job());
   if (c.has_finish()) out->push_back(c.finish());
   if (c.has_checkpoint()) out->push_back(c.checkpoint());

@@ -54,8 +54,8 @@ class HealthLog {
   std::vector<absl::Status> changes_;
 };
 
-v1::Command Submit(const std::string& job, const std::string& team, int64_t gpus) {
-  v1::Command command;
+internal::v1::Command Submit(const std::string& job, const std::string& team, int64_t gpus) {
+  internal::v1::Command command;
   v1::JobSpec* spec = command.mutable_submit();
   spec->set_job(job);
   spec->set_team(team);
@@ -91,7 +91,7 @@ class CoreLoopFaultTest : public ::testing::Test {
     loop_->Start();
   }
 
-  absl::StatusOr<Applied> Run(v1::Command command) {
+  absl::StatusOr<Applied> Run(internal::v1::Command command) {
     std::promise<absl::StatusOr<Applied>> answer;
     loop_->Submit(std::move(command), [&](absl::StatusOr<Applied> a) { answer.set_value(std::move(a)); });
     return answer.get_future().get();

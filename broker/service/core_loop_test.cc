@@ -26,8 +26,8 @@ constexpr char kConfig[] = R"pb(
   teams { name: "research" quota { key: "gpu" value { guaranteed: 8 } } }
 )pb";
 
-v1::Command Submit(const std::string& id, const std::string& team, int64_t gpus) {
-  v1::Command c;
+internal::v1::Command Submit(const std::string& id, const std::string& team, int64_t gpus) {
+  internal::v1::Command c;
   c.mutable_submit()->set_job(id);
   c.mutable_submit()->set_team(team);
   (*c.mutable_submit()->mutable_per_replica())["gpu"] = gpus;
@@ -45,14 +45,14 @@ class CoreLoopTest : public ::testing::Test {
     loop_ = *std::move(loop);
     if (start) loop_->Start();
   }
-  absl::StatusOr<Applied> Run(v1::Command command) {
+  absl::StatusOr<Applied> Run(internal::v1::Command command) {
     std::promise<absl::StatusOr<Applied>> answer;
     auto future = answer.get_future();
     loop_->Submit(std::move(command), [&answer](absl::StatusOr<Applied> a) { answer.set_value(std::move(a)); });
     return future.get();
   }
   // Queues `command`; its answer arrives in the returned future.
-  std::future<absl::StatusOr<Applied>> Queue(v1::Command command) {
+  std::future<absl::StatusOr<Applied>> Queue(internal::v1::Command command) {
     auto answer = std::make_shared<std::promise<absl::StatusOr<Applied>>>();
     auto future = answer->get_future();
     loop_->Submit(std::move(command), [answer](absl::StatusOr<Applied> a) { answer->set_value(std::move(a)); });
@@ -70,8 +70,8 @@ class CoreLoopTest : public ::testing::Test {
     return batches_;
   }
   // The journal's commands, in order.
-  std::vector<v1::Command> Journal() {
-    std::vector<v1::Command> out;
+  std::vector<internal::v1::Command> Journal() {
+    std::vector<internal::v1::Command> out;
     EXPECT_TRUE(loop_->store_for_tests()
                     .ReadJournal(0,
                                  [&](const ledger::JournalRecord& rec) {
@@ -160,7 +160,7 @@ TEST_F(CoreLoopTest, ACommandLargerThanItsLimitIsInvalidArgumentAndNotJournalled
   EXPECT_THAT(a.status().message(), HasSubstr("more than the 1024 accepted (--max-request-bytes)"));
   EXPECT_TRUE(Journal().empty());
   // A config-sized command has its own, larger limit.
-  v1::Command set_capacity;
+  internal::v1::Command set_capacity;
   set_capacity.mutable_set_capacity()->set_cluster("a");
   (*set_capacity.mutable_set_capacity()->mutable_capacity())["gpu"] = 8;
   EXPECT_TRUE(Run(set_capacity).ok());
@@ -191,7 +191,7 @@ TEST_F(CoreLoopTest, DryRunsPassTheSameSizeAndQueueChecksAsSubmits) {
 
 TEST_F(CoreLoopTest, UnknownFieldsAreDroppedBeforeTheCommandIsJournalledOrServed) {
   Open();
-  v1::Command c = Submit("r1", "research", 2);
+  internal::v1::Command c = Submit("r1", "research", 2);
   const std::string blob(10000, 'z');
   c.mutable_submit()->GetReflection()->MutableUnknownFields(c.mutable_submit())->AddLengthDelimited(999, blob);
   c.GetReflection()->MutableUnknownFields(&c)->AddVarint(998, 7);
@@ -222,8 +222,8 @@ TEST_F(CoreLoopTest, AStreamOfRejectsDoesNotHoldBackTimeDrivenWork) {
   EXPECT_TRUE(journal.back().has_tick());
 }
 
-v1::Command Finish(const std::string& id) {
-  v1::Command c;
+internal::v1::Command Finish(const std::string& id) {
+  internal::v1::Command c;
   c.set_finish(id);
   return c;
 }
@@ -293,7 +293,7 @@ TEST_F(CoreLoopTest, AFailingCommitRefusesItsWholeBatchAndPublishesNothing) {
   // Only the retried command: none of the refused batch. The clock's advance
   // may also bring a tick into the journal, which is not the batch's.
   std::vector<std::string> submitted;
-  for (const v1::Command& c : Journal()) {
+  for (const internal::v1::Command& c : Journal()) {
     if (c.has_submit()) submitted.push_back(c.submit().job());
   }
   EXPECT_THAT(submitted, ElementsAre("f0"));

@@ -83,7 +83,7 @@ grpc::ServerUnaryReactor* ElasticServiceImpl::AckResize(grpc::CallbackServerCont
                                      : absl::StrCat("has no resize pending (latest epoch ", j->resize_epoch(), ")"))));
     return reactor;
   }
-  v1::Command cmd;
+  internal::v1::Command cmd;
   cmd.mutable_ack_resize()->set_job(id);
   cmd.mutable_ack_resize()->set_epoch(req->epoch());
   cmd.mutable_ack_resize()->set_replicas(req->replicas());

@@ -10,7 +10,7 @@ namespace tidegate::service {
 
 absl::Status CatchUpCore(ledger_ops::RecoveredCore& core, ledger::Store& store) {
   return store.ReadJournal(core.seq, [&](const ledger::JournalRecord& rec) -> absl::Status {
-    v1::Command command;
+    internal::v1::Command command;
     if (!command.ParseFromString(rec.payload)) {
       return absl::DataLossError(absl::StrCat("ledger: journal entry ", rec.seq, " does not parse"));
     }

@@ -148,7 +148,7 @@ grpc::ServerUnaryReactor* QuotaServiceImpl::ApplyConfig(grpc::CallbackServerCont
   for (auto& line : text::ConfigDiff(loop_->Published()->config(), req->config())) resp->add_diff(std::move(line));
   // A dry run goes through the very checks of the real apply (the core's, on
   // a copy of the state), so it exits as the apply would.
-  v1::Command cmd;
+  internal::v1::Command cmd;
   *cmd.mutable_apply_config() = req->config();
   const bool dry_run = req->dry_run();
   auto done = [reactor, resp, dry_run](absl::StatusOr<Applied> applied) {

@@ -31,7 +31,7 @@ class ReadModelTest : public ::testing::Test {
     broker_ = *std::move(broker);
   }
   // Applies `command`; returns the jobs its events name.
-  std::vector<std::string> Apply(const v1::Command& command) {
+  std::vector<std::string> Apply(const internal::v1::Command& command) {
     now_ += 10;
     std::vector<std::string> touched;
     for (const auto& e : broker_->Apply(command, now_)) {
@@ -40,7 +40,7 @@ class ReadModelTest : public ::testing::Test {
     return touched;
   }
   std::vector<std::string> Submit(const std::string& id, const std::string& team, int64_t gpus) {
-    v1::Command c;
+    internal::v1::Command c;
     c.mutable_submit()->set_job(id);
     c.mutable_submit()->set_team(team);
     (*c.mutable_submit()->mutable_per_replica())["gpu"] = gpus;
@@ -75,7 +75,7 @@ TEST_F(ReadModelTest, AnUpdateLeavesTheEarlierModelAsItWasAndSharesWhatDidNotCha
   for (int i = 0; i < 100; ++i) {
     for (auto& id : Submit("new" + std::to_string(i), "research", 1)) touched.push_back(id);
   }
-  v1::Command finish;
+  internal::v1::Command finish;
   finish.set_finish("old0");
   for (auto& id : Apply(finish)) touched.push_back(id);
   auto after = ReadModel::Update(*before, *broker_, 2, touched, /*all_teams=*/false);

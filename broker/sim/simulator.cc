@@ -75,7 +75,7 @@ class Run {
   void RefreshGuarantees();
   void RefreshCapacity();
   void AdvanceTo(Time t);
-  void Apply(const v1::Command& command);
+  void Apply(const internal::v1::Command& command);
   void Handle(const core::Event& event);
   absl::Status RunDue();
   void RunInstant(size_t begin, size_t end);
@@ -223,7 +223,7 @@ void Run::Handle(const core::Event& e) {
   if (options_.on_record) options_.on_record(e, start_);
 }
 
-void Run::Apply(const v1::Command& command) {
+void Run::Apply(const internal::v1::Command& command) {
   const uint64_t quota_generation = broker_->QuotaGeneration();
   for (const core::Event& event : broker_->Apply(command, now_)) Handle(event);
   // A tide boundary (or any config change) moves the guarantees the summary
@@ -242,7 +242,7 @@ absl::Status Run::RunDue() {
       // The framework answers only a request that is still the latest.
       std::optional<core::JobView> job = broker_->GetJob(ack.job);
       if (!job || job->resize_from < 0 || job->epoch != ack.epoch) continue;
-      v1::Command command;
+      internal::v1::Command command;
       command.mutable_ack_resize()->set_job(ack.job);
       command.mutable_ack_resize()->set_epoch(ack.epoch);
       command.mutable_ack_resize()->set_replicas(ack.replicas);
@@ -257,13 +257,13 @@ absl::Status Run::RunDue() {
             "core: NextDeadline() stays at ", *deadline, " ms after Apply(Tick, ", now_, ")"));
       }
       last_deadline = deadline;
-      v1::Command tick;
+      internal::v1::Command tick;
       tick.mutable_tick();
       Apply(tick);
       continue;
     }
     if (std::optional<std::string> job = work_.PopDue(now_)) {
-      v1::Command finish;
+      internal::v1::Command finish;
       finish.set_finish(*job);
       Apply(finish);
       continue;
@@ -276,14 +276,14 @@ void Run::Submit(const v1::JobSpec& spec, const WorkTracker::Spec& work) {
   work_.Register(spec.job(), work);
   NoteElastic(spec);
   summary_.OnSubmit(spec, now_);
-  v1::Command command;
+  internal::v1::Command command;
   CoreSpec(spec, start_, command.mutable_submit());
   Apply(command);
 }
 
 void Run::RunInstant(size_t begin, size_t end) {
   // All adopts of the instant first, together, as one command.
-  v1::Command adopt;
+  internal::v1::Command adopt;
   for (size_t i = begin; i < end; ++i) {
     const v1::ScenarioEvent* event = inputs_[i].event;
     if (event == nullptr || !event->has_adopt()) continue;
@@ -313,7 +313,7 @@ void Run::RunInstant(size_t begin, size_t end) {
       continue;
     }
     const v1::ScenarioEvent& event = *input.event;
-    v1::Command command;
+    internal::v1::Command command;
     switch (event.kind_case()) {
       case v1::ScenarioEvent::kSubmit:
         Submit(event.submit(), WorkSpec(event.submit()));
@@ -397,7 +397,7 @@ absl::StatusOr<SimResult> Run::Go() {
     }
     if (now_ == next_tick_) {
       // After the instant's events, so that adopts still come before any cycle.
-      v1::Command tick;
+      internal::v1::Command tick;
       tick.mutable_tick();
       Apply(tick);
       if (absl::Status s = RunDue(); !s.ok()) return s;

@@ -83,14 +83,14 @@ void CheckLedger(const std::vector<Ack>& acked, const std::string& when) {
   // 2. Replaying the journal: no job admitted twice, never over-committed.
   auto first = store->EarliestSnapshot().value();
   ASSERT_TRUE(first.has_value());
-  v1::CoreSnapshot snapshot;
+  internal::v1::CoreSnapshot snapshot;
   ASSERT_TRUE(snapshot.ParseFromString(first->payload));
   auto broker = core::Broker::Restore(snapshot).value();
   std::map<std::string, int64_t> demand;  // gpus of each submitted job
   std::set<std::string> running, ever_admitted;
   int64_t entries = 0;
   absl::Status read = store->ReadJournal(first->seq, [&](const ledger::JournalRecord& rec) -> absl::Status {
-    v1::Command command;
+    internal::v1::Command command;
     if (!command.ParseFromString(rec.payload)) return absl::DataLossError("does not parse");
     if (command.has_submit()) {
       const auto& spec = command.submit();
