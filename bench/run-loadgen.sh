@@ -7,6 +7,8 @@
 # with_postgres.sh); LEDGER=both runs SQLite, then PostgreSQL, in one go.
 # CONFIG=FILE runs the broker with another config (e.g. 10,000 teams; the
 # load generator admits into t0..t3 unless given --teams).
+# TIDEGATED=BINARY runs another broker binary (a "before" copy, to compare
+# back to back).
 # SECURE=1 runs the broker as on a network: TLS (deploy/security/issue-certs.sh),
 # a roles file and a bearer token; the load generator is an admin by token.
 set -euo pipefail
@@ -43,11 +45,24 @@ if [ "${SECURE:-0}" = 1 ]; then
   secure=(--tls-cert "$dir/broker.crt" --tls-key "$dir/broker.key" --roles "$dir/roles.yaml" --tokens "$dir/tokens")
   client=(--ca "$dir/ca.crt" --token-file "$dir/token")
 fi
-build/bin/tidegated --config "${CONFIG:-bench/loadgen.yaml}" --db "$db" --init --listen "$listen" --sync "${SYNC:-full}" "${secure[@]}" >"$dir/out" 2>"$dir/err" &
+"${TIDEGATED:-build/bin/tidegated}" --config "${CONFIG:-bench/loadgen.yaml}" --db "$db" --init --listen "$listen" --sync "${SYNC:-full}" "${secure[@]}" >"$dir/out" 2>"$dir/err" &
 pid=$!
 for _ in $(seq 100); do grep -q "listening on [^ ]*$" "$dir/out" && break; sleep 0.1; done
 addr=$(sed -n 's/^tidegated listening on \([^ ]*\)$/\1/p' "$dir/out" | tail -n 1)
 [ -n "$addr" ] || { cat "$dir/err"; exit 1; }
 echo "tidegated RSS before: $(ps -o rss= -p "$pid") KiB"
-build/bin/tidegate-loadgen --server "$addr" --clients "$clients" --seconds "$seconds" "${client[@]}" "${@:3}"
+# The broker's CPU during the mix phase (from its first progress line to the
+# end), per decision: less disturbed by other load than the rates.
+cpu_ticks() { awk '{print $14 + $15}' "/proc/$pid/stat"; }
+build/bin/tidegate-loadgen --server "$addr" --clients "$clients" --seconds "$seconds" "${client[@]}" "${@:3}" >"$dir/loadgen" 2>&1 &
+loadgen=$!
+while kill -0 "$loadgen" 2>/dev/null && ! grep -q "admit/release/getteam" "$dir/loadgen"; do sleep 0.05; done
+ticks0=$(cpu_ticks); t0=$(date +%s.%N)
+status=0; wait "$loadgen" || status=$?
+ticks1=$(cpu_ticks); t1=$(date +%s.%N)
+tr '\r' '\n' <"$dir/loadgen" | grep -Ev ": [0-9]+ s *$|^ *$" || true
+[ "$status" = 0 ] || exit "$status"
+awk -v d="$(( ticks1 - ticks0 ))" -v hz="$(getconf CLK_TCK)" -v t0="$t0" -v t1="$t1" \
+    -v rate="$(sed -n 's/.* calls\/s *\([0-9.]*\) decisions\/s.*/\1/p' "$dir/loadgen" | tail -n 1)" \
+    'BEGIN { cores = d / hz / (t1 - t0); if (rate > 0) printf "tidegated CPU during the mix: %.2f cores, %.0f us per decision\n", cores, cores / rate * 1e6 }'
 echo "tidegated RSS: $(ps -o rss= -p "$pid") KiB"

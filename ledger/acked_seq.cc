@@ -6,6 +6,7 @@
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
+#include <memory>
 #include <utility>
 
 #include "absl/strings/numbers.h"
@@ -123,6 +124,56 @@ absl::Status AckedSeqFile::Record(int64_t seq) {
   recorded_ = seq;
   next_slot_ = 1 - next_slot_;
   return absl::OkStatus();
+}
+
+AckedSeqRecorder::AckedSeqRecorder(std::function<absl::Status(int64_t)> record)
+    : record_(std::move(record)), thread_([this] { Run(); }) {}
+
+AckedSeqRecorder::AckedSeqRecorder(AckedSeqFile file)
+    : AckedSeqRecorder([file = std::make_shared<AckedSeqFile>(std::move(file))](int64_t seq) {
+        return file->Record(seq);
+      }) {}
+
+AckedSeqRecorder::~AckedSeqRecorder() { Close(); }
+
+bool AckedSeqRecorder::Advance(int64_t seq) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (closing_) return false;
+    if (seq <= latest_) return true;
+    latest_ = seq;
+  }
+  wake_.notify_one();
+  return true;
+}
+
+void AckedSeqRecorder::Run() {
+  std::unique_lock<std::mutex> lock(mu_);
+  for (;;) {
+    wake_.wait(lock, [this] { return closing_ || latest_ > taken_; });
+    if (closing_) return;  // Close records what is left
+    // Everything advanced while the previous sync ran is coalesced here.
+    taken_ = latest_;
+    const int64_t seq = taken_;
+    lock.unlock();
+    record_(seq).IgnoreError();
+    lock.lock();
+  }
+}
+
+void AckedSeqRecorder::Close() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (closing_) return;
+    closing_ = true;
+  }
+  wake_.notify_one();
+  thread_.join();
+  // The thread is gone: no other record_ runs now.
+  if (latest_ > taken_) {
+    taken_ = latest_;
+    record_(taken_).IgnoreError();
+  }
 }
 
 }  // namespace tidegate::ledger

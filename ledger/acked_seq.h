@@ -4,23 +4,37 @@
 // silently dropping them: SQLite opens a database whose WAL is gone as if
 // the lost commits never happened, and the journal itself then looks whole.
 //
-// The SQLite store writes it after every commit that adds journal entries
-// (fdatasync'd under synchronous = FULL, so it is as durable as the commit)
-// and compares it with the journal's end when it opens for writing;
-// `tidegate ledger verify` reports a journal that ends before it.
+// The SQLite store compares it with the journal's end when it opens for
+// writing; `tidegate ledger verify` reports a journal that ends before it.
+//
+// The record is kept off the commit's critical path (AckedSeqRecorder): a
+// caller's acknowledgement waits only for the ledger's own commit (the WAL's
+// fdatasync under synchronous = FULL, which is the durability); a background
+// thread writes and fdatasyncs the record, coalescing: at most one sync in
+// flight, each recording the latest committed seq. So the record may lag the
+// acknowledged seq by the commits of about one sync (a few ms): a WAL lost
+// or damaged later than that is still detected, one lost within that window
+// is not. A clean shutdown flushes the record to the last committed seq.
+// Syncing it inline doubled the syncs per commit, and the syncs bound the
+// rate under I/O load.
 //
 // Format: two text slots of kSlotBytes, "acked <seq> <crc32>", written in
 // turn, so a torn write (power loss mid-write) leaves the other slot intact;
 // the higher valid seq counts. A missing file means "no record" (a ledger
 // copied without it, or written by an older binary): nothing to check.
 //
-// Threading: one writer (the store's thread).
+// Threading: AckedSeqFile has one writer; AckedSeqRecorder is that writer
+// for the store, and its Advance may be called from any one thread.
 #ifndef TIDEGATE_LEDGER_ACKED_SEQ_H_
 #define TIDEGATE_LEDGER_ACKED_SEQ_H_
 
+#include <condition_variable>
 #include <cstdint>
+#include <functional>
+#include <mutex>
 #include <optional>
 #include <string>
+#include <thread>
 
 #include "absl/status/statusor.h"
 
@@ -61,6 +75,40 @@ class AckedSeqFile {
   bool sync_ = true;
   int64_t recorded_ = 0;
   int next_slot_ = 0;
+};
+
+// Records committed seqs in LEDGER.acked on its own thread, so a commit
+// does not wait for the record's sync (see the top of this file).
+class AckedSeqRecorder {
+ public:
+  // `record` writes one seq durably (AckedSeqFile::Record in the store; a
+  // stand-in in tests). Its failures are dropped: a record left behind only
+  // weakens the check, never trips it.
+  explicit AckedSeqRecorder(std::function<absl::Status(int64_t)> record);
+  explicit AckedSeqRecorder(AckedSeqFile file);
+  AckedSeqRecorder(const AckedSeqRecorder&) = delete;
+  AckedSeqRecorder& operator=(const AckedSeqRecorder&) = delete;
+  // Close()s.
+  ~AckedSeqRecorder();
+
+  // `seq` is committed: record it (or a later one) soon. Never blocks on
+  // I/O. False once Close has begun: the seq is then not recorded.
+  bool Advance(int64_t seq);
+
+  // Stops the thread and records the last advanced seq before returning
+  // (the flush of a clean shutdown). Idempotent.
+  void Close();
+
+ private:
+  void Run();
+
+  std::function<absl::Status(int64_t)> record_;
+  std::mutex mu_;
+  std::condition_variable wake_;
+  int64_t latest_ = 0;  // the last seq advanced to
+  int64_t taken_ = 0;   // the last seq handed to record_
+  bool closing_ = false;
+  std::thread thread_;
 };
 
 }  // namespace tidegate::ledger

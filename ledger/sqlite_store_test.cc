@@ -4,9 +4,14 @@
 #include <sqlite3.h>
 #include <stdlib.h>
 
+#include <chrono>
+#include <condition_variable>
 #include <filesystem>
 #include <fstream>
+#include <mutex>
 #include <string>
+#include <thread>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
@@ -280,6 +285,76 @@ TEST_F(SqliteStoreTest, AJournalThatEndsBeforeTheAcknowledgedSeqIsRefused) {
   // Removing the record accepts the loss.
   std::filesystem::remove(path_ + ".acked");
   EXPECT_TRUE(OpenSqliteStore(path_, {}).ok());
+}
+
+// The record is written off the commit's path: it catches up with the last
+// commit while the store stays open.
+TEST_F(SqliteStoreTest, TheAcknowledgedRecordCatchesUpWithTheLastCommit) {
+  auto store = OpenSqliteStore(path_, {}).value();
+  for (int64_t seq = 1; seq <= 20; ++seq) {
+    Batch batch;
+    batch.journal = {Entry(seq)};
+    ASSERT_TRUE(store->Commit(batch).ok());
+  }
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  absl::StatusOr<std::optional<int64_t>> acked = ReadAckedSeq(path_);
+  while (acked.ok() && acked->value_or(0) < 20 && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::yield();
+    acked = ReadAckedSeq(path_);
+  }
+  ASSERT_TRUE(acked.ok()) << acked.status();
+  EXPECT_EQ(*acked, 20);
+}
+
+// A record function that holds its first call until released, so the test
+// can advance past it while a sync is in flight.
+class HeldRecords {
+ public:
+  absl::Status Record(int64_t seq) {
+    std::unique_lock<std::mutex> lock(mu_);
+    recorded_.push_back(seq);
+    changed_.notify_all();
+    changed_.wait(lock, [this] { return released_ || recorded_.size() > 1; });
+    return absl::OkStatus();
+  }
+  void AwaitFirst() {
+    std::unique_lock<std::mutex> lock(mu_);
+    changed_.wait(lock, [this] { return !recorded_.empty(); });
+  }
+  void Release() {
+    std::lock_guard<std::mutex> lock(mu_);
+    released_ = true;
+    changed_.notify_all();
+  }
+  std::vector<int64_t> recorded() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return recorded_;
+  }
+
+ private:
+  std::mutex mu_;
+  std::condition_variable changed_;
+  std::vector<int64_t> recorded_;
+  bool released_ = false;
+};
+
+// Seqs advanced while a sync is in flight are coalesced into one record, and
+// Close (a clean shutdown) records the last seq even when the thread had not
+// picked it up yet.
+TEST(AckedSeqRecorderTest, CoalescesWhileASyncIsInFlightAndCloseFlushesTheLastSeq) {
+  HeldRecords records;
+  AckedSeqRecorder recorder([&](int64_t seq) { return records.Record(seq); });
+  ASSERT_TRUE(recorder.Advance(1));
+  records.AwaitFirst();  // the sync of seq 1 is in flight
+  for (int64_t seq = 2; seq <= 5; ++seq) ASSERT_TRUE(recorder.Advance(seq));
+  std::thread closing([&] { recorder.Close(); });
+  // Close has begun once Advance is refused; only then does the held sync
+  // return, so the thread cannot have picked up seq 5 itself.
+  while (recorder.Advance(5)) std::this_thread::yield();
+  records.Release();
+  closing.join();
+  EXPECT_THAT(records.recorded(), ElementsAre(1, 5));
+  EXPECT_FALSE(recorder.Advance(6));
 }
 
 TEST_F(SqliteStoreTest, ANewLedgerStartsANewRecord) {
