@@ -52,7 +52,7 @@ void BrokerMetrics::ObserveBatch(const service::BatchStats& stats) {
           if (reclaiming_.contains(e.job)) break;  // victims chosen again: the wait began earlier
           double grace_s = 0;
           for (const std::string& victim : e.victims) {
-            const v1::JobInfo* info = model.FindJob(victim);
+            auto info = model.FindJob(victim);
             const double g = info != nullptr && info->spec().has_grace_s()
                                  ? static_cast<double>(info->spec().grace_s())
                                  : default_grace_s;

@@ -43,7 +43,7 @@ grpc::Status CheckJobId(const std::string& field, const std::string& id) {
 // The job as published (live or retained); its queue position (a scan of the
 // team's queue) only when asked for, since Admit is the hot path.
 void FillJob(const ReadModel& model, const std::string& id, v1::JobInfo* out, bool with_position) {
-  if (const v1::JobInfo* j = model.FindJobAny(id)) {
+  if (auto j = model.FindJobAny(id)) {
     *out = *j;
     out->set_reason(model.ReasonNow(*j));
     if (with_position) out->set_queue_position(model.QueuePosition(*j));
@@ -163,7 +163,7 @@ grpc::ServerUnaryReactor* AdmissionServiceImpl::Release(grpc::CallbackServerCont
     return reactor;
   }
   auto model = loop_->Published();
-  if (const v1::JobInfo* j = model->FindJobAny(id)) {
+  if (auto j = model->FindJobAny(id)) {
     *resp->mutable_job() = *j;
     if (Retained(*j)) {  // released already: releasing again changes nothing.
       reactor->Finish(grpc::Status::OK);
@@ -192,7 +192,7 @@ grpc::ServerUnaryReactor* AdmissionServiceImpl::ReportCheckpoint(grpc::CallbackS
     reactor->Finish(bad);
     return reactor;
   }
-  const v1::JobInfo* known = loop_->Published()->FindJobAny(id);
+  auto known = loop_->Published()->FindJobAny(id);
   if (!known) {
     reactor->Finish(grpc::Status(grpc::StatusCode::NOT_FOUND, absl::StrCat("job '", id, "' is not known")));
     return reactor;
@@ -321,7 +321,7 @@ class AdmissionServiceImpl::Waiter : public QueuedWriter<v1::WaitAdmissionRespon
     std::lock_guard<std::recursive_mutex> lock(mu_);
     if (finished()) return;
     auto model = svc_->loop_->Published();
-    const v1::JobInfo* j = model->FindJobAny(job_);
+    auto j = model->FindJobAny(job_);
     if (!j) {
       if (!sent_any_) {
         Done(grpc::Status(grpc::StatusCode::NOT_FOUND, absl::StrCat("job '", job_, "' is not known")));

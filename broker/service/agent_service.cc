@@ -168,7 +168,7 @@ class AgentServiceImpl::Connection
         return;
       case v1::AgentMessage::kStarted: {
         const std::string& id = m.started().spec().job();
-        const v1::JobInfo* j = model->FindJob(id);
+        auto j = model->FindJob(id);
         if (j && j->state() != v1::JOB_STATE_QUEUED) return;  // started as admitted.
         internal::v1::Command adopt;
         *adopt.mutable_adopt()->add_jobs() = m.started().spec();
@@ -194,7 +194,7 @@ class AgentServiceImpl::Connection
       }
       case v1::AgentMessage::kGone: {
         const std::string& id = m.gone().job();
-        const v1::JobInfo* j = model->FindJob(id);
+        auto j = model->FindJob(id);
         if (!j || j->state() == v1::JOB_STATE_QUEUED) return;
         spdlog::info("agent {}: {} gone ({})", cluster, id, m.gone().reason());
         internal::v1::Command cmd;
@@ -264,7 +264,7 @@ class AgentServiceImpl::Connection
     std::vector<internal::v1::Command> commands;
     for (const auto& o : view.jobs()) {
       if (!o.running()) continue;
-      const v1::JobInfo* j = model.FindJob(o.spec().job());
+      auto j = model.FindJob(o.spec().job());
       if (j && j->state() != v1::JOB_STATE_QUEUED) continue;
       if (j) {
         spdlog::warn("agent {}: {} runs although the broker queued it; recording it as running", cluster,

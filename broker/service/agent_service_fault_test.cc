@@ -148,7 +148,7 @@ TEST_F(AgentServiceFaultTest, AnEndTheLedgerRefusedEndsTheStreamAndIsRecordedOnR
   auto stream = Connect(&ctx);
   ASSERT_TRUE(stream->Write(ViewRunning({})));  // the replayed view: j1 is gone
   ASSERT_TRUE(ReadUntilSynced(stream.get()));
-  const v1::JobInfo* j1 = loop_->Published()->FindJob("j1");
+  auto j1 = loop_->Published()->FindJob("j1");
   EXPECT_TRUE(j1 == nullptr || j1->state() == v1::JOB_STATE_ENDED);
   stream->WritesDone();
   ctx.TryCancel();

@@ -33,7 +33,7 @@ CallScope LookedUpJobScope(CoreLoop* loop, const AdmissionServiceImpl* admission
   CallScope scope;
   scope.job = job;
   auto model = loop->Published();
-  if (const v1::JobInfo* info = model->FindJobAny(job)) {
+  if (auto info = model->FindJobAny(job)) {
     scope.team = info->team();
     scope.cluster = info->cluster();
   } else if (auto rejected = admission->rejections().Find(job, model->now_ms())) {

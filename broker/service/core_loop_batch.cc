@@ -124,7 +124,7 @@ void CoreLoop::ApplyBatch(std::vector<Pending> batch) {
       row.ended_at_ms = now;
       row.reason = e.reason;
       // Keep what readers knew of it (cluster, created, admitted, spec).
-      if (const v1::JobInfo* prev = before->FindJob(id)) {
+      if (auto prev = before->FindJob(id)) {
         row.cluster = prev->cluster();
         row.created_at_ms = prev->created_at_ms();
         row.admitted_at_ms = prev->admitted_at_ms();

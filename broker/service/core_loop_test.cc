@@ -197,7 +197,7 @@ TEST_F(CoreLoopTest, UnknownFieldsAreDroppedBeforeTheCommandIsJournalledOrServed
   c.GetReflection()->MutableUnknownFields(&c)->AddVarint(998, 7);
   auto a = Run(c);
   ASSERT_TRUE(a.ok());
-  const v1::JobInfo* job = a->model->FindJob("r1");
+  auto job = a->model->FindJob("r1");
   ASSERT_NE(job, nullptr);
   EXPECT_EQ(job->spec().GetReflection()->GetUnknownFields(job->spec()).field_count(), 0);
   const auto journal = Journal();

@@ -24,7 +24,7 @@ class ElasticServiceImpl::Watcher : public QueuedWriter<v1::ResizeRequest> {
     std::lock_guard<std::recursive_mutex> lock(mu_);
     if (finished()) return;
     auto model = svc_->loop_->Published();
-    const v1::JobInfo* j = model->FindJob(job_);
+    auto j = model->FindJob(job_);
     if (!j) {
       if (!checked_) {
         Done(grpc::Status(grpc::StatusCode::NOT_FOUND, absl::StrCat("job '", job_, "' is not known")));
@@ -66,7 +66,7 @@ grpc::ServerUnaryReactor* ElasticServiceImpl::AckResize(grpc::CallbackServerCont
   auto* reactor = ctx->DefaultReactor();
   const std::string id = req->job();
   auto model = loop_->Published();
-  const v1::JobInfo* j = model->FindJob(id);
+  auto j = model->FindJob(id);
   if (!j) {
     reactor->Finish(grpc::Status(grpc::StatusCode::NOT_FOUND, absl::StrCat("job '", id, "' is not known")));
     return reactor;
@@ -101,7 +101,7 @@ grpc::ServerUnaryReactor* ElasticServiceImpl::AckResize(grpc::CallbackServerCont
                                    e.reason));
       return;
     }
-    if (const v1::JobInfo* after = applied->model->FindJob(id)) *resp->mutable_job() = *after;
+    if (auto after = applied->model->FindJob(id)) *resp->mutable_job() = *after;
     reactor->Finish(grpc::Status::OK);
   });
   return reactor;

@@ -37,6 +37,49 @@ v1::JobInfo ToJobInfo(const core::JobView& v, const v1::JobSpec* spec) {
   return out;
 }
 
+JobRecord::JobRecord(const core::JobView& v, NamePool* names) : state_(v.state) {
+  if (v.state == v1::JOB_STATE_REJECTED || v.resize_from >= 0) {
+    whole_ = std::make_unique<const v1::JobInfo>(ToJobInfo(v, nullptr));
+    team_ = &whole_->team();
+    cluster_ = &whole_->cluster();
+    return;
+  }
+  team_ = names->Intern(v.team);
+  cluster_ = names->Intern(v.cluster);
+  reason_ = v.reason;
+  spec_ = v.spec.SerializeAsString();
+  for (const auto& [name, q] : v.demand) demand_.emplace_back(names->Intern(name), q);
+  replicas_ = v.replicas;
+  created_at_ms_ = v.created_at;
+  admitted_at_ms_ = std::max<int64_t>(0, v.admitted_at);
+  last_admitted_at_ms_ = std::max<int64_t>(0, v.last_admitted_at);
+  ended_at_ms_ = std::max<int64_t>(0, v.ended_at);
+  resize_epoch_ = v.epoch;
+  priority_ = v.priority;
+  borrowing_ = v.borrowing;
+}
+
+v1::JobInfo JobRecord::ToInfo(const std::string& id) const {
+  if (whole_) return *whole_;
+  v1::JobInfo out;
+  out.set_job(id);
+  out.set_team(*team_);
+  out.set_cluster(*cluster_);
+  out.set_state(state_);
+  out.set_replicas(replicas_);
+  out.set_priority(priority_);
+  out.set_created_at_ms(created_at_ms_);
+  out.set_admitted_at_ms(admitted_at_ms_);
+  out.set_last_admitted_at_ms(last_admitted_at_ms_);
+  out.set_ended_at_ms(ended_at_ms_);
+  out.set_borrowing(borrowing_);
+  for (const auto& [name, q] : demand_) (*out.mutable_demand())[*name] = q;
+  out.set_reason(reason_);
+  out.mutable_spec()->ParseFromString(spec_);
+  out.set_resize_epoch(resize_epoch_);
+  return out;
+}
+
 v1::TeamInfo ToTeamInfo(const core::TeamView& v) {
   v1::TeamInfo out;
   out.set_name(v.name);
@@ -98,9 +141,10 @@ std::shared_ptr<const ReadModel> ReadModel::Build(const core::Broker& broker, in
   m->seq_ = seq;
   m->now_ms_ = broker.Now();
   std::vector<Shard> shards(kShards);
+  m->names_ = std::make_shared<NamePool>();
   for (const auto& list : {broker.ListJobs(), broker.ListEndedJobs()}) {
     for (const core::JobView& v : list) {
-      shards[ShardOf(v.id)][v.id] = std::make_shared<v1::JobInfo>(ToJobInfo(v, nullptr));
+      shards[ShardOf(v.id)][v.id] = std::make_shared<const JobRecord>(v, m->names_.get());
     }
   }
   for (int p = 0; p < kPages; ++p) {
@@ -155,7 +199,7 @@ std::shared_ptr<const ReadModel> ReadModel::Update(const ReadModel& prev, const 
     if (auto old = shard.find(id); old != shard.end()) team = old->second->team();
     if (auto view = broker.GetJob(id)) {
       team = view->team;
-      shard[id] = std::make_shared<v1::JobInfo>(ToJobInfo(*view, nullptr));
+      shard[id] = std::make_shared<const JobRecord>(*view, m->names_.get());
     } else {
       shard.erase(id);  // its retention ended: the ledger's jobs table keeps its history.
     }
@@ -195,44 +239,52 @@ namespace {
 bool Live(v1::JobState s) { return s != v1::JOB_STATE_ENDED && s != v1::JOB_STATE_REJECTED; }
 }  // namespace
 
-const v1::JobInfo* ReadModel::FindJobAny(const std::string& id) const {
+const JobRecord* ReadModel::FindRecord(const std::string& id) const {
   const Shard& shard = ShardAt(ShardOf(id));
   auto it = shard.find(id);
   return it == shard.end() ? nullptr : it->second.get();
 }
 
-const v1::JobInfo* ReadModel::FindJob(const std::string& id) const {
-  const v1::JobInfo* j = FindJobAny(id);
-  return j && Live(j->state()) ? j : nullptr;
+std::shared_ptr<const v1::JobInfo> ReadModel::FindJobAny(const std::string& id) const {
+  const JobRecord* r = FindRecord(id);
+  return r ? std::make_shared<const v1::JobInfo>(r->ToInfo(id)) : nullptr;
+}
+
+std::shared_ptr<const v1::JobInfo> ReadModel::FindJob(const std::string& id) const {
+  const JobRecord* r = FindRecord(id);
+  return r && Live(r->state()) ? std::make_shared<const v1::JobInfo>(r->ToInfo(id)) : nullptr;
 }
 
 std::vector<std::shared_ptr<const v1::JobInfo>> ReadModel::Jobs(const std::string& team, v1::JobState state) const {
-  std::vector<std::shared_ptr<const v1::JobInfo>> out;
+  std::vector<std::pair<const std::string*, const JobRecord*>> chosen;
   for (size_t s = 0; s < kShards; ++s) {
     for (const auto& [id, job] : ShardAt(s)) {
       if (!team.empty() && job->team() != team) continue;
       if (state == v1::JOB_STATE_UNSPECIFIED ? !Live(job->state()) : job->state() != state) continue;
-      out.push_back(job);
+      chosen.emplace_back(&id, job.get());
     }
   }
-  std::sort(out.begin(), out.end(), [](const auto& a, const auto& b) { return a->job() < b->job(); });
+  std::sort(chosen.begin(), chosen.end(), [](const auto& a, const auto& b) { return *a.first < *b.first; });
+  std::vector<std::shared_ptr<const v1::JobInfo>> out;
+  out.reserve(chosen.size());
+  for (const auto& [id, job] : chosen) out.push_back(std::make_shared<const v1::JobInfo>(job->ToInfo(*id)));
   return out;
 }
 
 std::vector<std::shared_ptr<const v1::JobInfo>> ReadModel::JobsAfter(const std::string& team, v1::JobState state,
                                                                      const std::string& after, size_t limit,
                                                                      const std::string& cluster) const {
-  std::vector<const std::shared_ptr<const v1::JobInfo>*> candidates;
+  std::vector<std::pair<const std::string*, const JobRecord*>> candidates;
   for (size_t s = 0; s < kShards; ++s) {
     for (const auto& [id, job] : ShardAt(s)) {
       if (!team.empty() && job->team() != team) continue;
       if (!cluster.empty() && job->cluster() != cluster) continue;
       if (state == v1::JOB_STATE_UNSPECIFIED ? !Live(job->state()) : job->state() != state) continue;
       if (!after.empty() && id <= after) continue;
-      candidates.push_back(&job);
+      candidates.emplace_back(&id, job.get());
     }
   }
-  auto by_id = [](const auto* a, const auto* b) { return (*a)->job() < (*b)->job(); };
+  auto by_id = [](const auto& a, const auto& b) { return *a.first < *b.first; };
   if (candidates.size() > limit) {
     std::nth_element(candidates.begin(), candidates.begin() + limit, candidates.end(), by_id);
     candidates.resize(limit);
@@ -240,7 +292,7 @@ std::vector<std::shared_ptr<const v1::JobInfo>> ReadModel::JobsAfter(const std::
   std::sort(candidates.begin(), candidates.end(), by_id);
   std::vector<std::shared_ptr<const v1::JobInfo>> out;
   out.reserve(candidates.size());
-  for (const auto* job : candidates) out.push_back(*job);
+  for (const auto& [id, job] : candidates) out.push_back(std::make_shared<const v1::JobInfo>(job->ToInfo(*id)));
   return out;
 }
 
@@ -252,15 +304,17 @@ std::string ReadModel::ReasonNow(const v1::JobInfo& job) const {
 
 int64_t ReadModel::QueuePosition(const v1::JobInfo& job) const {
   if (job.state() != v1::JOB_STATE_QUEUED) return 0;
-  auto before = [](const v1::JobInfo& a, const v1::JobInfo& b) {
-    if (a.priority() != b.priority()) return a.priority() > b.priority();
-    if (a.created_at_ms() != b.created_at_ms()) return a.created_at_ms() < b.created_at_ms();
-    return a.job() < b.job();
+  // Whether a queued job with these keys is ahead of `job`.
+  auto before = [&job](int32_t priority, int64_t created_at_ms, const std::string& id) {
+    if (priority != job.priority()) return priority > job.priority();
+    if (created_at_ms != job.created_at_ms()) return created_at_ms < job.created_at_ms();
+    return id < job.job();
   };
   int64_t ahead = 0;
   for (size_t s = 0; s < kShards; ++s) {
     for (const auto& [id, other] : ShardAt(s)) {
-      if (other->team() == job.team() && other->state() == v1::JOB_STATE_QUEUED && before(*other, job)) ++ahead;
+      if (other->state() != v1::JOB_STATE_QUEUED || other->team() != job.team()) continue;
+      if (before(other->priority(), other->created_at_ms(), id)) ++ahead;
     }
   }
   return ahead + 1;

@@ -9,6 +9,12 @@
 // The team figures readers see (read_model_teams.h) need the whole tree; they
 // are computed once per model, on the first read that asks for them.
 //
+// Jobs are kept as compact JobRecords (numbers, the spec serialized once,
+// team, cluster and resource names shared), not as v1::JobInfo messages:
+// a JobInfo with its own spec message, two protobuf maps and a heap string
+// per field took about three times the memory. Readers get a JobInfo built
+// on demand from the record, identical to ToJobInfo of the core's view.
+//
 // Threading: immutable once published; safe from any thread.
 #ifndef TIDEGATE_BROKER_SERVICE_READ_MODEL_H_
 #define TIDEGATE_BROKER_SERVICE_READ_MODEL_H_
@@ -20,11 +26,63 @@
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/container/inlined_vector.h"
+#include "absl/container/node_hash_set.h"
 #include "broker/core/broker.h"
 #include "broker/core/reasons_now.h"
 #include "tidegate/v1/service.pb.h"
 
 namespace tidegate::service {
+
+// Team, cluster and resource names shared by the job records of every model
+// of one lineage (Build and the Updates after it). Only the writer interns;
+// readers only follow pointers to names already in it, which never move.
+// Holds the names of live and ended jobs, which a config named; a rejected
+// job's names (anything a client sent) are never interned.
+class NamePool {
+ public:
+  const std::string* Intern(const std::string& name) { return &*names_.insert(name).first; }
+
+ private:
+  absl::node_hash_set<std::string> names_;
+};
+
+// One job as a ReadModel keeps it. Immutable once made.
+class JobRecord {
+ public:
+  // `view` as ToJobInfo(view, nullptr) would answer it; names interned in `names`.
+  JobRecord(const core::JobView& view, NamePool* names);
+  JobRecord(const JobRecord&) = delete;
+  JobRecord& operator=(const JobRecord&) = delete;
+
+  // The JobInfo readers see: ToJobInfo of the view it was made from.
+  v1::JobInfo ToInfo(const std::string& id) const;
+  const std::string& team() const { return *team_; }
+  const std::string& cluster() const { return *cluster_; }
+  v1::JobState state() const { return state_; }
+  int32_t priority() const { return priority_; }
+  int64_t created_at_ms() const { return created_at_ms_; }
+
+ private:
+  const std::string* team_;
+  const std::string* cluster_;
+  std::string reason_;
+  std::string spec_;  // serialized v1::JobSpec
+  absl::InlinedVector<std::pair<const std::string*, int64_t>, 1> demand_;
+  int64_t replicas_ = 0;
+  int64_t created_at_ms_ = 0;
+  int64_t admitted_at_ms_ = 0;
+  int64_t last_admitted_at_ms_ = 0;
+  int64_t ended_at_ms_ = 0;
+  int64_t resize_epoch_ = 0;
+  int32_t priority_ = 0;
+  v1::JobState state_ = v1::JOB_STATE_UNSPECIFIED;
+  bool borrowing_ = false;
+  // The rare job the compact form does not fit (rejected: names nobody
+  // configured; a resize pending): its JobInfo as is, and the fields above
+  // unused but for team_, cluster_ and state_, which point into it.
+  std::unique_ptr<const v1::JobInfo> whole_;
+};
 
 class ReadModel {
  public:
@@ -32,7 +90,7 @@ class ReadModel {
   static constexpr int kShardsPerPage = 64;
   static constexpr int kPages = kShards / kShardsPerPage;
   static constexpr int kTeamsPerChunk = 64;
-  using Shard = absl::flat_hash_map<std::string, std::shared_ptr<const v1::JobInfo>>;
+  using Shard = absl::flat_hash_map<std::string, std::shared_ptr<const JobRecord>>;
 
   // The first model: every job and team of `broker`.
   static std::shared_ptr<const ReadModel> Build(const core::Broker& broker, int64_t seq);
@@ -45,10 +103,13 @@ class ReadModel {
   core::Time now_ms() const { return now_ms_; }
   const v1::Config& config() const { return *config_; }
 
-  // A live job (queued, admitted, draining), or nullptr.
-  const v1::JobInfo* FindJob(const std::string& id) const;
+  // A live job (queued, admitted, draining), or nullptr. Built on each call.
+  std::shared_ptr<const v1::JobInfo> FindJob(const std::string& id) const;
   // A live job or a retained ended or rejected one, or nullptr.
-  const v1::JobInfo* FindJobAny(const std::string& id) const;
+  std::shared_ptr<const v1::JobInfo> FindJobAny(const std::string& id) const;
+  // The record FindJobAny builds its answer from (the same object in every
+  // model until the job changes), or nullptr.
+  const JobRecord* FindRecord(const std::string& id) const;
   // Jobs of `team` (empty = all) in `state` (UNSPECIFIED = every live job;
   // ENDED or REJECTED = the retained ones), by id.
   std::vector<std::shared_ptr<const v1::JobInfo>> Jobs(const std::string& team, v1::JobState state) const;
@@ -94,6 +155,7 @@ class ReadModel {
   size_t team_count_ = 0;
   std::shared_ptr<const absl::flat_hash_map<std::string, int>> team_index_;
   std::shared_ptr<const core::WaitPicture> waiting_;  // for ReasonNow.
+  std::shared_ptr<NamePool> names_;  // shared along the lineage; only the writer interns
   std::shared_ptr<FilledTeams> filled_;  // never shared between models
 };
 

@@ -8,6 +8,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "google/protobuf/text_format.h"
+#include "google/protobuf/util/message_differencer.h"
 #include "gtest/gtest.h"
 
 namespace tidegate::service {
@@ -56,7 +57,7 @@ TEST_F(ReadModelTest, BuildHoldsEveryJobAndTeamOfTheCore) {
   auto model = ReadModel::Build(*broker_, 7);
   EXPECT_EQ(model->seq(), 7);
   for (int i = 0; i < 300; ++i) {
-    const v1::JobInfo* j = model->FindJob("j" + std::to_string(i));
+    auto j = model->FindJob("j" + std::to_string(i));
     ASSERT_NE(j, nullptr) << i;
     EXPECT_EQ(j->team(), i % 2 ? "research" : "ops");
     EXPECT_EQ(j->state(), v1::JOB_STATE_ADMITTED);
@@ -92,8 +93,8 @@ TEST_F(ReadModelTest, AnUpdateLeavesTheEarlierModelAsItWasAndSharesWhatDidNotCha
   // Untouched jobs are the same objects in both models, not copies.
   for (int i = 1; i < 200; ++i) {
     const std::string id = "old" + std::to_string(i);
-    ASSERT_NE(after->FindJob(id), nullptr) << id;
-    EXPECT_EQ(after->FindJob(id), before->FindJob(id)) << id;
+    ASSERT_NE(after->FindRecord(id), nullptr) << id;
+    EXPECT_EQ(after->FindRecord(id), before->FindRecord(id)) << id;
   }
   // Teams of touched jobs and their ancestors are re-read; the rest shared.
   EXPECT_EQ(after->TeamWithFigures("research")->resources(0).used(), 100);
@@ -101,6 +102,41 @@ TEST_F(ReadModelTest, AnUpdateLeavesTheEarlierModelAsItWasAndSharesWhatDidNotCha
   EXPECT_EQ(before->TeamWithFigures("research")->resources(0).used(), 0);
   EXPECT_EQ(after->TeamWithFigures("ops")->resources(0).used(), 199);
   EXPECT_EQ(after->FindTeam("training"), before->FindTeam("training"));
+}
+
+// The model keeps compact records; what readers get must be exactly the
+// JobInfo of the core's view, in every state a job can be read in.
+TEST_F(ReadModelTest, EveryJobReadsAsTheJobInfoOfTheCoresView) {
+  Submit("admitted", "research", 300);  // borrowing
+  Submit("queued", "ops", 900);         // waits, with a reason
+  v1::Command two;
+  two.mutable_submit()->set_job("two-resources");
+  two.mutable_submit()->set_team("training");
+  two.mutable_submit()->set_replicas(3);
+  (*two.mutable_submit()->mutable_per_replica())["gpu"] = 2;
+  (*two.mutable_submit()->mutable_labels())["owner"] = "someone with a long name";
+  Apply(two);
+  Submit("ended", "ops", 1);
+  v1::Command finish;
+  finish.set_finish("ended");
+  Apply(finish);
+  Submit("rejected", "no-such-team", 1);
+  auto model = ReadModel::Build(*broker_, 1);
+  auto updated = ReadModel::Update(*model, *broker_, 2, {"admitted", "queued", "ended", "rejected"}, false);
+  for (const auto* m : {model.get(), updated.get()}) {
+    for (const std::string id : {"admitted", "queued", "two-resources", "ended", "rejected"}) {
+      std::optional<core::JobView> view = broker_->GetJob(id);
+      ASSERT_TRUE(view.has_value()) << id;
+      auto read = m->FindJobAny(id);
+      ASSERT_NE(read, nullptr) << id;
+      EXPECT_TRUE(google::protobuf::util::MessageDifferencer::Equals(*read, ToJobInfo(*view, nullptr)))
+          << id << ":\n" << read->DebugString() << "\nwant:\n" << ToJobInfo(*view, nullptr).DebugString();
+    }
+  }
+  EXPECT_EQ(model->FindJobAny("queued")->state(), v1::JOB_STATE_QUEUED);
+  EXPECT_FALSE(model->FindJobAny("queued")->reason().empty());
+  EXPECT_EQ(model->FindJob("ended"), nullptr);
+  EXPECT_EQ(model->FindJobAny("rejected")->state(), v1::JOB_STATE_REJECTED);
 }
 
 TEST_F(ReadModelTest, TeamWithFiguresIsTheTeamAsTeamsFillsIt) {
