@@ -24,6 +24,9 @@
 #include "spdlog/sinks/stdout_color_sinks.h"
 #include "spdlog/spdlog.h"
 
+// About 170 lines: the flags of both cluster kinds and their checks, then the
+// driver (and the Kubernetes webhook), the broker connection and the run, in
+// start-up order.
 int main(int argc, char** argv) {
   using namespace tidegate::adapters;
   CLI::App app{"tidegate-agent: drives one cluster for the Tidegate broker"};

@@ -63,6 +63,10 @@ struct JobFacts {
   std::string owner;  // the principal that admitted it ("" if the broker or an agent did)
 };
 
+// About 120 lines: one read of the journal. Every entry is learnt from
+// (each job's team and owner, the config in force) before the filters skip
+// it, since later entries need what earlier ones said, so learning,
+// filtering and printing share the reader's state.
 int Run(const HistoryOptions& o, const Io& io) {
   std::string want_kind = o.kind;
   if (!want_kind.empty()) {

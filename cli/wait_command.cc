@@ -16,6 +16,9 @@ bool ExceedsMax(const v1::JobInfo& job) {
   return job.state() == v1::JOB_STATE_QUEUED && absl::StartsWith(job.reason(), "exceeds_max");
 }
 
+// About 90 lines: one loop over WaitAdmission streams; how each stream ended
+// (admitted, gone, timed out, interrupted, the broker away) decides whether to
+// return or reconnect, and the cases share the last state seen.
 int WaitForAdmission(Client& client, const std::string& job, std::string last_line,
                      std::optional<int64_t> wait_timeout_s, bool json, const Io& io) {
   std::ostream& out = *io.out;

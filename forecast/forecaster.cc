@@ -16,6 +16,10 @@ const CandidateResult& ForecastResult::Chosen() const {
   return candidates.front();
 }
 
+// About 145 lines: the pipeline in its order — check the series, split it,
+// fit and backtest every candidate, pick the best, refit it on everything,
+// quantiles from its backtest residuals. The fits live in one map that the
+// later steps reuse (combination members, the warm-started refit).
 absl::StatusOr<ForecastResult> ForecastSeries(const std::vector<double>& y,
                                               const ForecastOptions& options) {
   if (options.horizon < 1) {

@@ -14,6 +14,8 @@ void Clamp(std::vector<double>& x) {
 
 }  // namespace
 
+// About 105 lines: the textbook iteration (order, reflect, expand, contract,
+// shrink) in one loop, as published, so it can be checked step by step.
 NelderMeadResult MinimizeNelderMead(const std::function<double(const std::vector<double>&)>& f,
                                     std::vector<double> start, const NelderMeadOptions& options) {
   const size_t d = start.size();

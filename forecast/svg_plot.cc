@@ -72,6 +72,9 @@ std::vector<double> NiceTicks(double lo, double hi, int target) {
   return ticks;
 }
 
+// About 175 lines: one SVG drawn back to front (grid, ticks, band and lines,
+// axes, legend), every part placed by the scales computed at the top; the
+// parts are marked by comments.
 std::string RenderForecastSvg(const PlotInput& in) {
   const int horizon = static_cast<int>(in.forecast.size());
   const size_t keep = static_cast<size_t>(std::max(2 * horizon, 336));

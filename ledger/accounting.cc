@@ -43,6 +43,9 @@ std::string Negative(const std::string& team, const std::string& resource, const
 
 }  // namespace
 
+// About 120 lines: an observation is checked whole before anything changes,
+// then each resource's tree is built and its rates and loans computed; the
+// steps share the per-resource node list and are marked by comments.
 absl::Status Accountant::Observe(const Observation& obs) {
   if (held_since_ms_.has_value() && obs.now_ms < *held_since_ms_) {
     return absl::InvalidArgumentError(absl::StrCat("observation at ", obs.now_ms,

@@ -2,8 +2,9 @@
 // applied, snapshots of the core's state, and query tables (jobs, hourly
 // usage, loans) that reads are served from. docs/design.md §1.
 //
-// Two implementations pass one conformance suite (ledger/store_conformance.h):
-// SQLite (WAL, the default) and in-memory (tests, simulations).
+// Three implementations pass one conformance suite (ledger/store_conformance.h):
+// SQLite (WAL, the default), PostgreSQL (several brokers on one ledger,
+// postgres_store.h) and in-memory (tests, simulations).
 //
 // Threading: a Store is used by one writer thread; readers that need
 // concurrency open their own Store on the same file (SQLite WAL allows it).

@@ -123,6 +123,58 @@ void Client(std::shared_ptr<grpc::Channel> channel, int round, int id, std::atom
   }
 }
 
+v1::JobInfo GetJob(v1::AdmissionService::Stub& stub, const std::string& job, grpc::Status* status) {
+  grpc::ClientContext ctx;
+  v1::GetJobRequest req;
+  req.set_job(job);
+  v1::JobInfo info;
+  *status = stub.GetJob(&ctx, req, &info);
+  return info;
+}
+
+// After a restart: every acknowledged admit is known, every acknowledged
+// release has ended; unanswered releases are settled by what the broker says,
+// for the later rounds.
+void ExpectAcknowledgedKept(v1::AdmissionService::Stub& stub, Acked& acked) {
+  std::lock_guard<std::mutex> lock(acked.mu);
+  grpc::Status s;
+  for (const auto& job : acked.admitted) {
+    GetJob(stub, job, &s);
+    EXPECT_TRUE(s.ok()) << "acknowledged admit of " << job << " was lost";
+  }
+  for (const auto& job : acked.released) {
+    // Released jobs stay known as ended for the retention window.
+    const v1::JobInfo info = GetJob(stub, job, &s);
+    EXPECT_TRUE(s.ok() && info.state() == v1::JOB_STATE_ENDED)
+        << "acknowledged release of " << job << " was lost: " << s.error_message() << " "
+        << v1::JobState_Name(info.state());
+  }
+  for (const auto& job : std::set<std::string>(acked.uncertain)) {
+    const v1::JobInfo info = GetJob(stub, job, &s);
+    const bool live = s.ok() && info.state() != v1::JOB_STATE_ENDED;
+    (live ? acked.admitted : acked.released).insert(job);
+  }
+  acked.uncertain.clear();
+}
+
+// Nothing half-applied: each team's usage is the demand of its jobs that hold
+// capacity.
+void ExpectUsageIsTheJobsDemand(v1::AdmissionService::Stub& stub, v1::QuotaService::Stub& quota) {
+  grpc::ClientContext list_ctx;
+  v1::ListJobsResponse jobs;
+  ASSERT_TRUE(stub.ListJobs(&list_ctx, v1::ListJobsRequest(), &jobs).ok());
+  std::map<std::string, int64_t> holding;
+  for (const auto& j : jobs.jobs()) {
+    if (j.state() == v1::JOB_STATE_ADMITTED || j.state() == v1::JOB_STATE_DRAINING) {
+      holding[j.team()] += j.demand().at("gpu");
+    }
+  }
+  grpc::ClientContext teams_ctx;
+  v1::ListTeamsResponse teams;
+  ASSERT_TRUE(quota.ListTeams(&teams_ctx, v1::ListTeamsRequest(), &teams).ok());
+  for (const auto& t : teams.teams()) EXPECT_EQ(t.resources(0).used(), holding[t.name()]) << t.name();
+}
+
 TEST(CrashTest, KillNineLosesNothingAcknowledgedAndLedgerVerifies) {
   testing::TempDir dir;
   const std::string config = dir.File("tidegate.yaml");
@@ -143,71 +195,24 @@ TEST(CrashTest, KillNineLosesNothingAcknowledgedAndLedgerVerifies) {
     stop = true;
     for (auto& t : clients) t.join();
 
-    // Restart: everything acknowledged is there; released jobs have ended.
+    // Restart: everything acknowledged is there, and nothing is half-applied.
     testing::ServerProcess again(config, db, SecureFlags(dir));
     ASSERT_TRUE(again.Start()) << again.Stderr();
     auto admin = SecureChannel(dir, again, "root-token");
-    auto stub = v1::AdmissionService::NewStub(admin);
-    auto quota = v1::QuotaService::NewStub(admin);
-    std::lock_guard<std::mutex> lock(acked.mu);
-    for (const auto& job : acked.admitted) {
-      grpc::ClientContext ctx;
-      v1::GetJobRequest req;
-      req.set_job(job);
-      v1::JobInfo info;
-      EXPECT_TRUE(stub->GetJob(&ctx, req, &info).ok()) << "acknowledged admit of " << job << " was lost";
-    }
-    for (const auto& job : acked.released) {
-      grpc::ClientContext ctx;
-      v1::GetJobRequest req;
-      req.set_job(job);
-      v1::JobInfo info;
-      // Released jobs stay known as ended for the retention window.
-      const grpc::Status s = stub->GetJob(&ctx, req, &info);
-      EXPECT_TRUE(s.ok() && info.state() == v1::JOB_STATE_ENDED)
-          << "acknowledged release of " << job << " was lost: " << s.error_message() << " "
-          << v1::JobState_Name(info.state());
-    }
-    // Unanswered releases: whichever way they went, record it for later rounds.
-    for (const auto& job : std::set<std::string>(acked.uncertain)) {
-      grpc::ClientContext ctx;
-      v1::GetJobRequest req;
-      req.set_job(job);
-      v1::JobInfo info;
-      const bool live = stub->GetJob(&ctx, req, &info).ok() && info.state() != v1::JOB_STATE_ENDED;
-      (live ? acked.admitted : acked.released).insert(job);
-    }
-    acked.uncertain.clear();
-    // Nothing half-applied: each team's usage is the demand of its jobs
-    // that hold capacity.
-    grpc::ClientContext list_ctx;
-    v1::ListJobsResponse jobs;
-    ASSERT_TRUE(stub->ListJobs(&list_ctx, v1::ListJobsRequest(), &jobs).ok());
-    std::map<std::string, int64_t> holding;
-    for (const auto& j : jobs.jobs()) {
-      if (j.state() == v1::JOB_STATE_ADMITTED || j.state() == v1::JOB_STATE_DRAINING) {
-        holding[j.team()] += j.demand().at("gpu");
-      }
-    }
-    grpc::ClientContext teams_ctx;
-    v1::ListTeamsResponse teams;
-    ASSERT_TRUE(quota->ListTeams(&teams_ctx, v1::ListTeamsRequest(), &teams).ok());
-    for (const auto& t : teams.teams()) EXPECT_EQ(t.resources(0).used(), holding[t.name()]) << t.name();
+    ExpectAcknowledgedKept(*v1::AdmissionService::NewStub(admin), acked);
+    ExpectUsageIsTheJobsDemand(*v1::AdmissionService::NewStub(admin), *v1::QuotaService::NewStub(admin));
     EXPECT_EQ(again.Terminate(), 0);
   }
   EXPECT_GT(acked.admitted.size() + acked.released.size(), 0u) << "the clients never got an answer";
   const std::string verify =
       testing::ServerProcess::BinDir() + "/tidegate ledger verify --db " + db + " > " + dir.File("verify.txt");
   const int rc = std::system(verify.c_str());
-  std::ifstream out(dir.File("verify.txt"));
-  std::string text((std::istreambuf_iterator<char>(out)), std::istreambuf_iterator<char>());
-  EXPECT_EQ(rc, 0) << text;
+  EXPECT_EQ(rc, 0) << testing::ReadFile(dir.File("verify.txt"));
   // Every acknowledged admit is recorded as the scheduler's.
   const std::string history = testing::ServerProcess::BinDir() + "/tidegate history --db " + db +
                               " --kind admit --principal sched -o json > " + dir.File("history.json");
   ASSERT_EQ(std::system(history.c_str()), 0);
-  std::ifstream h(dir.File("history.json"));
-  const std::string json((std::istreambuf_iterator<char>(h)), std::istreambuf_iterator<char>());
+  const std::string json = testing::ReadFile(dir.File("history.json"));
   for (const auto& job : acked.admitted) EXPECT_NE(json.find("\"job\":\"" + job + "\""), std::string::npos) << job;
 }
 

@@ -5,21 +5,18 @@
 //
 // The example tree: org 48 GPUs (ml 40, borrow limit 16: research 16,
 // training 24 lending at most 16), serving 16 that never borrows; 64 GPUs.
-#include <fcntl.h>
 #include <signal.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include <chrono>
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/support/cli_process.h"
 #include "tests/support/server_process.h"
 
 namespace tidegate {
@@ -28,96 +25,10 @@ namespace {
 using ::testing::ContainsRegex;
 using ::testing::HasSubstr;
 using ::testing::Not;
-
-std::string ReadFile(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
-std::string SourceDir() {
-  const char* dir = std::getenv("TIDEGATE_SOURCE_DIR");
-  return dir ? dir : ".";
-}
-
-struct Ran {
-  int code = -1;
-  std::string out;
-  std::string err;
-};
-
-// One `tidegate` process with stdout and stderr in files of `dir`.
-class CliProcess {
- public:
-  CliProcess(const testing::TempDir& dir, std::vector<std::string> args) {
-    static int counter = 0;
-    const std::string stem = dir.File("cli-" + std::to_string(++counter));
-    out_path_ = stem + ".out";
-    err_path_ = stem + ".err";
-    const std::string bin = testing::ServerProcess::BinDir() + "/tidegate";
-    args.insert(args.begin(), bin);
-    pid_ = fork();
-    if (pid_ == 0) {
-      const int out = open(out_path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-      const int err = open(err_path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-      dup2(out, STDOUT_FILENO);
-      dup2(err, STDERR_FILENO);
-      unsetenv("TIDEGATE_SERVER");
-      std::vector<char*> argv;
-      for (auto& a : args) argv.push_back(a.data());
-      argv.push_back(nullptr);
-      execv(bin.c_str(), argv.data());
-      _exit(127);
-    }
-  }
-  ~CliProcess() {
-    if (pid_ > 0) {
-      kill(pid_, SIGKILL);
-      waitpid(pid_, nullptr, 0);
-    }
-  }
-
-  // Waits (bounded: 60 s, then SIGKILL and code -1) for the exit.
-  Ran Wait() {
-    Ran r;
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
-    int status = 0;
-    while (pid_ > 0) {
-      if (waitpid(pid_, &status, WNOHANG) == pid_) {
-        pid_ = -1;
-        r.code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-        break;
-      }
-      if (std::chrono::steady_clock::now() > deadline) {
-        kill(pid_, SIGKILL);
-        waitpid(pid_, nullptr, 0);
-        pid_ = -1;
-        break;
-      }
-      std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    }
-    r.out = ReadFile(out_path_);
-    r.err = ReadFile(err_path_);
-    return r;
-  }
-
-  // Waits (bounded: 30 s) until stderr contains `text`.
-  bool WaitForStderr(const std::string& text) {
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
-    while (std::chrono::steady_clock::now() < deadline) {
-      if (ReadFile(err_path_).find(text) != std::string::npos) return true;
-      std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    }
-    return false;
-  }
-
-  void Signal(int sig) { kill(pid_, sig); }
-
- private:
-  pid_t pid_ = -1;
-  std::string out_path_, err_path_;
-};
+using testing::ReadFile;
+using testing::CliProcess;
+using testing::Ran;
+using testing::SourceDir;
 
 class CliTest : public ::testing::Test {
  protected:

@@ -7,10 +7,6 @@
 //
 // The data starts 2020-05-01 00:00 (UTC, a Friday) and has 744 hours per team,
 // so forecasts start at 2020-06-01 00:00 UTC = 1590969600.
-#include <fcntl.h>
-#include <signal.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include <chrono>
 #include <cstdlib>
@@ -19,12 +15,12 @@
 #include <memory>
 #include <sstream>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
+#include "tests/support/cli_process.h"
 #include "tests/support/server_process.h"
 #include "tidegate/v1/forecast.grpc.pb.h"
 
@@ -33,67 +29,19 @@ namespace {
 
 using ::testing::ContainsRegex;
 using ::testing::HasSubstr;
+using testing::ReadFile;
+using testing::Ran;
+using testing::SourceDir;
 using Json = nlohmann::json;
 
 constexpr int64_t kForecastStart = 1590969600;  // 2020-06-01 00:00 UTC.
 
-std::string ReadFile(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
-std::string SourceDir() {
-  const char* dir = std::getenv("TIDEGATE_SOURCE_DIR");
-  return dir ? dir : ".";
-}
 std::string Helios() { return SourceDir() + "/tests/data/helios-earth-vc-seq.timeseries.csv"; }
 std::string Fixture(const std::string& name) { return SourceDir() + "/tests/forecast/" + name; }
 
-struct Ran {
-  int code = -1;
-  std::string out;
-  std::string err;
-};
-
 // Runs `tidegate args...` to completion (bounded: 120 s, then SIGKILL, code -1).
 Ran RunCli(const testing::TempDir& dir, std::vector<std::string> args) {
-  static int counter = 0;
-  const std::string stem = dir.File("cli-" + std::to_string(++counter));
-  const std::string bin = testing::ServerProcess::BinDir() + "/tidegate";
-  args.insert(args.begin(), bin);
-  const pid_t pid = fork();
-  if (pid == 0) {
-    const int out = open((stem + ".out").c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    const int err = open((stem + ".err").c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    dup2(out, STDOUT_FILENO);
-    dup2(err, STDERR_FILENO);
-    unsetenv("TIDEGATE_SERVER");
-    std::vector<char*> argv;
-    for (auto& a : args) argv.push_back(a.data());
-    argv.push_back(nullptr);
-    execv(bin.c_str(), argv.data());
-    _exit(127);
-  }
-  Ran r;
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(120);
-  int status = 0;
-  for (;;) {
-    if (waitpid(pid, &status, WNOHANG) == pid) {
-      r.code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-      break;
-    }
-    if (std::chrono::steady_clock::now() > deadline) {
-      kill(pid, SIGKILL);
-      waitpid(pid, nullptr, 0);
-      break;
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
-  r.out = ReadFile(stem + ".out");
-  r.err = ReadFile(stem + ".err");
-  return r;
+  return testing::CliProcess(dir, std::move(args)).Wait(std::chrono::seconds(120));
 }
 
 // The forecast JSON without what differs between a file and the ledger: where

@@ -4,10 +4,7 @@
 // start finished work again, bad input is INVALID_ARGUMENT naming the field
 // (exit 2 in the CLI), and `admit --wait` ends at once for a job that cannot
 // fit under today's config.
-#include <fcntl.h>
 #include <signal.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include <atomic>
 #include <fstream>
@@ -20,6 +17,7 @@
 #include "gmock/gmock.h"
 #include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"
+#include "tests/support/cli_process.h"
 #include "tests/support/server_process.h"
 #include "tidegate/v1/service.grpc.pb.h"
 
@@ -28,6 +26,7 @@ namespace {
 
 using ::testing::HasSubstr;
 using ::testing::StartsWith;
+using testing::Ran;
 
 // research: 8 guaranteed + 4 borrow limit.
 constexpr char kConfig[] = R"(
@@ -46,18 +45,6 @@ v1::JobSpec Job(const std::string& id, const std::string& team, int64_t gpus) {
   (*j.mutable_per_replica())["gpu"] = gpus;
   return j;
 }
-
-std::string ReadFile(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
-struct Ran {
-  int code = -1;
-  std::string out, err;
-};
 
 class JobsE2eTest : public ::testing::Test {
  protected:
@@ -105,29 +92,8 @@ class JobsE2eTest : public ::testing::Test {
   // One `tidegate` run against the server (or the one at `address`),
   // bounded by the CLI's own deadlines.
   Ran Cli(std::vector<std::string> args, const std::string& address = "") {
-    static int counter = 0;
-    const std::string stem = dir_->File("cli-" + std::to_string(++counter));
-    const std::string bin = testing::ServerProcess::BinDir() + "/tidegate";
-    args.insert(args.begin(), {bin, "--server", address.empty() ? server_->address() : address});
-    const pid_t pid = fork();
-    if (pid == 0) {
-      const int out = open((stem + ".out").c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-      const int err = open((stem + ".err").c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-      dup2(out, STDOUT_FILENO);
-      dup2(err, STDERR_FILENO);
-      std::vector<char*> argv;
-      for (auto& a : args) argv.push_back(a.data());
-      argv.push_back(nullptr);
-      execv(bin.c_str(), argv.data());
-      _exit(127);
-    }
-    int status = 0;
-    waitpid(pid, &status, 0);
-    Ran r;
-    r.code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-    r.out = ReadFile(stem + ".out");
-    r.err = ReadFile(stem + ".err");
-    return r;
+    args.insert(args.begin(), {"--server", address.empty() ? server_->address() : address});
+    return testing::CliProcess(*dir_, std::move(args)).Wait(std::chrono::seconds(120));
   }
 
   static testing::TempDir* dir_;
@@ -377,28 +343,9 @@ TEST_F(JobsE2eTest, AdmitWaitReconnectsWhenTheBrokerStopsInsteadOfFailingCancell
     v1::AdmitResponse resp;
     ASSERT_TRUE(stub->Admit(&ctx, req, &resp).ok());
   }
-  const std::string out = dir.File("wait.out"), err = dir.File("wait.err");
-  const std::string bin = testing::ServerProcess::BinDir() + "/tidegate";
-  std::vector<std::string> args = {bin,     "--server", server.address(), "admit",         "--job", "w1",
-                                   "--team", "research", "--per-replica", "gpu=4", "--wait"};
-  const pid_t pid = fork();
-  if (pid == 0) {
-    dup2(open(out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644), STDOUT_FILENO);
-    dup2(open(err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644), STDERR_FILENO);
-    std::vector<char*> argv;
-    for (auto& a : args) argv.push_back(a.data());
-    argv.push_back(nullptr);
-    execv(bin.c_str(), argv.data());
-    _exit(127);
-  }
-  auto wait_for = [&](const std::string& text) {
-    for (int i = 0; i < 1500; ++i) {  // bounded: 30 s.
-      if (ReadFile(err).find(text) != std::string::npos) return true;
-      usleep(20000);
-    }
-    return false;
-  };
-  ASSERT_TRUE(wait_for("waiting for w1")) << ReadFile(err);
+  testing::CliProcess waiting(dir, {"--server", server.address(), "admit", "--job", "w1", "--team", "research",
+                                    "--per-replica", "gpu=4", "--wait"});
+  ASSERT_TRUE(waiting.WaitForStderr("waiting for w1")) << waiting.Stderr();
   // Callers that keep the broker busy with unary calls until it is gone.
   std::atomic<int> answered{0};
   std::mutex mu;
@@ -439,19 +386,18 @@ TEST_F(JobsE2eTest, AdmitWaitReconnectsWhenTheBrokerStopsInsteadOfFailingCancell
       }
     });
   }
-  for (int i = 0; i < 1500 && answered < 200; ++i) usleep(20000);
+  testing::Eventually([&] { return answered >= 200; }, std::chrono::seconds(30));  // then stop it, busy or not
   EXPECT_EQ(server.Terminate(), 0);
   for (auto& c : callers) c.join();
   ASSERT_EQ(failures.size(), 4u);
   for (const auto& f : failures) {
     EXPECT_THAT(f, StartsWith(std::to_string(grpc::StatusCode::UNAVAILABLE) + " ")) << "never CANCELLED (1)";
   }
-  EXPECT_TRUE(wait_for("reconnecting")) << ReadFile(err);
-  kill(pid, SIGINT);
-  int status = 0;
-  waitpid(pid, &status, 0);
-  EXPECT_THAT(ReadFile(err), ::testing::Not(HasSubstr("CANCELLED")));
-  EXPECT_THAT(ReadFile(err), HasSubstr("UNAVAILABLE"));
+  EXPECT_TRUE(waiting.WaitForStderr("reconnecting")) << waiting.Stderr();
+  waiting.Signal(SIGINT);
+  const Ran stopped = waiting.Wait();
+  EXPECT_THAT(stopped.err, ::testing::Not(HasSubstr("CANCELLED")));
+  EXPECT_THAT(stopped.err, HasSubstr("UNAVAILABLE"));
 }
 
 }  // namespace

@@ -27,11 +27,8 @@ namespace {
 
 using ::testing::Contains;
 using ::testing::HasSubstr;
+using testing::SourceDir;
 
-std::string SourceDir() {
-  const char* dir = std::getenv("TIDEGATE_SOURCE_DIR");
-  return dir ? dir : ".";
-}
 std::string ExamplePath() { return SourceDir() + "/deploy/examples/tidegate.yaml"; }
 
 v1::Config Example() {

@@ -13,9 +13,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
-#include <functional>
 #include <sstream>
-#include <thread>
 
 #include "gmock/gmock.h"
 #include "grpcpp/generic/generic_stub.h"
@@ -31,6 +29,7 @@ namespace {
 
 using ::testing::HasSubstr;
 using ::testing::Not;
+using testing::ReadFile;
 
 constexpr char kConfig[] = R"(
 clusters:
@@ -66,17 +65,6 @@ int HealthStatus(const std::shared_ptr<grpc::Channel>& channel, const std::strin
 }
 constexpr int kServing = 1;
 constexpr int kNotServing = 2;
-
-// Polls `done` until it holds or 15 s pass (the broker retries the ledger
-// once a second).
-bool Eventually(const std::function<bool()>& done) {
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(15);
-  while (std::chrono::steady_clock::now() < deadline) {
-    if (done()) return true;
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  }
-  return done();
-}
 
 grpc::Status Admit(const std::shared_ptr<grpc::Channel>& channel, const std::string& job) {
   auto stub = v1::AdmissionService::NewStub(channel);
@@ -124,13 +112,6 @@ std::pair<int, std::string> ImportUsage(const testing::TempDir& dir, const std::
   std::stringstream text;
   text << in.rdbuf();
   return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, text.str()};
-}
-
-std::string ReadText(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
 }
 
 class LedgerFaultTest : public ::testing::Test {
@@ -186,7 +167,7 @@ TEST_F(LedgerFaultTest, ImportUsageCannotTurnALostLedgerIntoANewOne) {
     ASSERT_TRUE(Admit(broker.Channel(), "j2").ok());
     ASSERT_EQ(broker.Terminate(), 0);
   }
-  const std::string acked = ReadText(db_ + ".acked");
+  const std::string acked = ReadFile(db_ + ".acked");
   ASSERT_THAT(acked, HasSubstr("acked "));
   for (const char* suffix : {"", "-wal", "-shm"}) std::filesystem::remove(db_ + suffix);
 
@@ -197,7 +178,7 @@ TEST_F(LedgerFaultTest, ImportUsageCannotTurnALostLedgerIntoANewOne) {
   auto [created_code, created_out] = ImportUsage(dir_, db_, /*create=*/true);
   EXPECT_EQ(created_code, 2) << created_out;
   EXPECT_THAT(created_out, HasSubstr("was acknowledged"));
-  EXPECT_EQ(ReadText(db_ + ".acked"), acked);  // the record is neither reset nor rewritten lower
+  EXPECT_EQ(ReadFile(db_ + ".acked"), acked);  // the record is neither reset nor rewritten lower
   testing::ServerProcess refused(config_, db_);
   refused.set_init(false);
   EXPECT_FALSE(refused.Start());
@@ -309,7 +290,9 @@ TEST_F(LedgerFaultTest, AFullDiskStopsWritesNotReadsAndWritesResumeWhenSpaceIsFr
   EXPECT_EQ(GetJob(channel, refused_job).error_code(), grpc::StatusCode::NOT_FOUND);
 
   std::filesystem::remove(filler);
-  ASSERT_TRUE(Eventually([&] { return HealthStatus(channel) == kServing; })) << broker.Stderr();
+  // The broker retries the ledger once a second: 15 s is many retries.
+  ASSERT_TRUE(testing::Eventually([&] { return HealthStatus(channel) == kServing; }, std::chrono::seconds(15)))
+      << broker.Stderr();
   EXPECT_EQ(HealthStatus(channel, "tidegate.v1.AdmissionService"), kServing);
   EXPECT_TRUE(Admit(channel, refused_job).ok());
   EXPECT_TRUE(GetJob(channel, refused_job).ok());

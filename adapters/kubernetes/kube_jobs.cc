@@ -60,6 +60,9 @@ bool ParseJobId(const std::string& id, std::string* name_space, std::string* nam
   return true;
 }
 
+// About 110 lines: a Job's fields mapped one after the other (team, phase,
+// size and elastic range, per-replica resources, priority), each naming the
+// field when it is wrong, as docs/kubernetes.md lists them.
 std::optional<ClusterJob> MapJob(const json& job, const KubeOptions& options, const PodCounts& pods,
                                  const std::map<std::string, int64_t>& priority_classes) {
   const std::string ns = Str(job, {"metadata", "namespace"});

@@ -1,6 +1,7 @@
 // Test support for the core's tests: a config from text, a fluent job-spec
 // builder and the commands the tests send, shared by broker_test,
-// broker_elastic_test and the property tests so a spec is built one way.
+// broker_elastic_test, the property tests and the HTTP endpoint's tests so a
+// spec is built one way.
 #ifndef TIDEGATE_BROKER_CORE_TEST_SUPPORT_H_
 #define TIDEGATE_BROKER_CORE_TEST_SUPPORT_H_
 
@@ -22,6 +23,15 @@ inline v1::Config ParseConfig(const std::string& text) {
   v1::Config c;
   EXPECT_TRUE(google::protobuf::TextFormat::ParseFromString(text, &c)) << text;
   return c;
+}
+
+// The smallest fleet: cluster "a" with 8 GPUs and one leaf team, "red",
+// guaranteed all 8 (it may borrow; there is nobody to lend).
+inline v1::Config OneTeamConfig() {
+  return ParseConfig(R"pb(
+    clusters { name: "a" capacity { key: "gpu" value: 8 } }
+    teams { name: "red" quota { key: "gpu" value { guaranteed: 8 } } }
+  )pb");
 }
 
 // A broker created from config text at `now`; a refused config fails the

@@ -81,6 +81,8 @@ void BrokerMetrics::ObserveBatch(const service::BatchStats& stats) {
   }
 }
 
+// About 120 lines: the exposition, family by family in the order /metrics
+// shows them; each family is a few lines, and the list reads best whole.
 std::string BrokerMetrics::Render(const service::ReadModel& model, const LiveFigures& live) const {
   ExpositionWriter w;
   const v1::Config& config = model.config();

@@ -4,6 +4,7 @@
 #include <tuple>
 
 #include "broker/core/broker.h"
+#include "broker/core/test_support.h"
 #include "broker/http/broker_metrics.h"
 #include "broker/http/exposition.h"
 #include "broker/http/health.h"
@@ -113,14 +114,7 @@ TEST(Html, EscapesTheFiveSpecialCharacters) {
 }
 
 std::shared_ptr<const service::ReadModel> SmallModel() {
-  v1::Config config;
-  auto* cluster = config.add_clusters();
-  cluster->set_name("a");
-  (*cluster->mutable_capacity())["gpu"] = 8;
-  auto* team = config.add_teams();
-  team->set_name("red");
-  (*team->mutable_quota())["gpu"].set_guaranteed(8);
-  auto broker = core::Broker::Create(config, 0);
+  auto broker = core::Broker::Create(core::test_support::OneTeamConfig(), 0);
   EXPECT_TRUE(broker.ok()) << broker.status();
   return service::ReadModel::Build(**broker, 1);
 }
@@ -161,24 +155,16 @@ TEST(Views, TheOverviewShowsOnlyReadableTeamsAndItsVersionFollowsItsContent) {
 
 // red: 4 guaranteed, may not borrow; a job of 6 GPUs waits for ever.
 TEST(Metrics, DecisionsCountPerTeamOfTheConfigAndTheQueueAgesFromSubmission) {
-  v1::Config config;
-  auto* cluster = config.add_clusters();
-  cluster->set_name("a");
-  (*cluster->mutable_capacity())["gpu"] = 8;
-  auto* red = config.add_teams();
-  red->set_name("red");
-  (*red->mutable_quota())["gpu"].set_guaranteed(4);
-  (*red->mutable_quota())["gpu"].set_borrow_limit(0);
+  v1::Config config = core::test_support::OneTeamConfig();
+  auto& red_gpu = (*config.mutable_teams(0)->mutable_quota())["gpu"];
+  red_gpu.set_guaranteed(4);
+  red_gpu.set_borrow_limit(0);
   auto broker = core::Broker::Create(config, 0);
   ASSERT_TRUE(broker.ok()) << broker.status();
   std::vector<std::vector<core::Event>> events;
   for (const auto& [job, team, gpus] : std::vector<std::tuple<std::string, std::string, int>>{
            {"big", "red", 6}, {"small", "red", 1}, {"stray", "no-such-team", 1}}) {
-    internal::v1::Command submit;
-    submit.mutable_submit()->set_job(job);
-    submit.mutable_submit()->set_team(team);
-    submit.mutable_submit()->set_replicas(1);
-    (*submit.mutable_submit()->mutable_per_replica())["gpu"] = gpus;
+    const internal::v1::Command submit = core::test_support::JobSpecBuilder(job).Team(team).Replicas(1).Gpus(gpus).Submit();
     events.push_back((*broker)->Apply(submit, 1000));
   }
   auto model = service::ReadModel::Build(**broker, 3);

@@ -5,6 +5,7 @@
 #include <future>
 #include <memory>
 
+#include "broker/core/test_support.h"
 #include "broker/http/broker_metrics.h"
 #include "broker/http/health.h"
 #include "broker/service/core_loop.h"
@@ -21,13 +22,7 @@ using ::testing::HasSubstr;
 class LoopHooks : public ::testing::Test {
  protected:
   void SetUp() override {
-    v1::Config config;
-    auto* cluster = config.add_clusters();
-    cluster->set_name("a");
-    (*cluster->mutable_capacity())["gpu"] = 8;
-    auto* team = config.add_teams();
-    team->set_name("red");
-    (*team->mutable_quota())["gpu"].set_guaranteed(8);
+    const v1::Config config = core::test_support::OneTeamConfig();
     memory_ = ledger::NewMemoryStore();
     auto failing = std::make_unique<service::FailingStore>(memory_.get());
     store_ = failing.get();
@@ -43,10 +38,7 @@ class LoopHooks : public ::testing::Test {
     });
   }
   absl::Status Admit(const std::string& job) {
-    internal::v1::Command c;
-    c.mutable_submit()->set_job(job);
-    c.mutable_submit()->set_team("red");
-    (*c.mutable_submit()->mutable_per_replica())["gpu"] = 1;
+    const internal::v1::Command c = core::test_support::JobSpecBuilder(job).Team("red").Gpus(1).Submit();
     std::promise<absl::Status> answer;
     loop_->Submit(c, [&answer](absl::StatusOr<service::Applied> a) { answer.set_value(a.status()); });
     return answer.get_future().get();

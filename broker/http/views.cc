@@ -121,6 +121,8 @@ LivePart OverviewLive(const service::ReadModel& model, const MayRead& may_read) 
   return out;
 }
 
+// About 100 lines: the team page's live part written top to bottom in page
+// order (figures or jobs, tide, forecast, loans); each part is a few lines.
 LivePart TeamLive(const service::ReadModel& model, const v1::TeamInfo& team, const TeamExtras& extras) {
   std::string html;
   absl::StrAppend(&html, "<h2>Team ", HtmlEscape(team.name()), "</h2>\n<p>");

@@ -81,6 +81,8 @@ std::string HourText(int64_t ms) {
   return absl::FormatTime("%Y-%m-%d %H:%M", absl::FromUnixMillis(ms), absl::UTCTimeZone());
 }
 
+// About 105 lines: the header, then one row at a time, each cell checked in
+// column order and every error naming the file, line and column.
 absl::StatusOr<ParsedUsage> ParseUsageCsv(const std::string& text, const ImportOptions& o) {
   forecast::CsvLines lines(text);
   std::string_view line;

@@ -125,6 +125,8 @@ class AgentServiceImpl::Connection
   void Unregister() override { svc_->Forget(this); }
 
  private:
+  // About 95 lines: one case per kind of agent message, each a few lines that
+  // turn it into a command for the loop; the switch reads as the protocol's table.
   void Handle(const v1::AgentMessage& m) {
     if (m.has_hello()) {
       OnHello(m.hello());

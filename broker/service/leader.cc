@@ -134,6 +134,11 @@ void LeaseKeeper::StepDown(const std::string& why) {
   _exit(1);
 }
 
+// About 130 lines: with PostgreSQL, the steps before this broker may write —
+// migrate the schema (retrying while the database is away), serve as a
+// standby, loop on the lease until it is won, take the ledger over (recover,
+// fence) — sharing the standby server, the reader and the lease; the steps
+// are marked by comments.
 std::optional<LedgerWriter> OpenLedgerWriter(const ServerOptions& options,
                                              std::shared_ptr<grpc::ServerCredentials> credentials,
                                              const sigset_t& signals, int* exit_code,

@@ -109,7 +109,7 @@ TEST_F(ReadModelTest, AnUpdateLeavesTheEarlierModelAsItWasAndSharesWhatDidNotCha
 TEST_F(ReadModelTest, EveryJobReadsAsTheJobInfoOfTheCoresView) {
   Submit("admitted", "research", 300);  // borrowing
   Submit("queued", "ops", 900);         // waits, with a reason
-  v1::Command two;
+  internal::v1::Command two;
   two.mutable_submit()->set_job("two-resources");
   two.mutable_submit()->set_team("training");
   two.mutable_submit()->set_replicas(3);
@@ -117,7 +117,7 @@ TEST_F(ReadModelTest, EveryJobReadsAsTheJobInfoOfTheCoresView) {
   (*two.mutable_submit()->mutable_labels())["owner"] = "someone with a long name";
   Apply(two);
   Submit("ended", "ops", 1);
-  v1::Command finish;
+  internal::v1::Command finish;
   finish.set_finish("ended");
   Apply(finish);
   Submit("rejected", "no-such-team", 1);

@@ -29,6 +29,10 @@
 
 namespace tidegate::service {
 
+// About 180 lines: the broker's whole life in the order it must happen —
+// config, signals, the ledger (its lock, or a standby until it leads), the
+// loop, the services, the gRPC and side servers, then shutdown in reverse —
+// each step using what the ones before built; the steps are marked by comments.
 int RunServer(const ServerOptions& options, const SideServerFactory& side, const StandbySideFactory& standby_side) {
   // Logs go to stderr; stdout carries only the "listening on" line.
   spdlog::set_default_logger(spdlog::stderr_color_mt("tidegated"));

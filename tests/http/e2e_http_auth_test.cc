@@ -43,7 +43,7 @@ class HttpAuth : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
     dir_ = new testing::TempDir();
-    const std::string source = std::getenv("TIDEGATE_SOURCE_DIR") ? std::getenv("TIDEGATE_SOURCE_DIR") : ".";
+    const std::string source = testing::SourceDir();
     ASSERT_EQ(Shell("cd " + dir_->path() + " && sh " + source + "/deploy/security/issue-certs.sh 127.0.0.1 >/dev/null 2>&1"), 0);
     std::ofstream(dir_->File("tidegate.yaml")) << kConfig;
     std::ofstream(dir_->File("roles.yaml")) << kRoles;

@@ -30,6 +30,7 @@ namespace {
 
 using ::testing::HasSubstr;
 using ::testing::Not;
+using testing::ReadFile;
 
 // red and blue share 8 GPUs, 4 guaranteed each; blue lends what it does not use.
 constexpr char kConfig[] = R"(
@@ -40,13 +41,6 @@ teams:
   - {name: blue, quota: {gpu: {guaranteed: 4, borrow_limit: 0}}}
 policy: {default_grace_s: 0, tick_s: 1}
 )";
-
-std::string ReadText(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
 
 bool OnPath(const std::string& program) {
   return std::system(("command -v " + program + " >/dev/null 2>&1").c_str()) == 0;
@@ -91,7 +85,7 @@ class Child {
 std::pair<int, std::string> RunToEnd(std::vector<std::string> args, const std::string& log) {
   Child child(std::move(args), log);
   const int code = child.Wait();
-  return {code, ReadText(log)};
+  return {code, ReadFile(log)};
 }
 
 class HttpEndToEnd : public ::testing::Test {
@@ -229,7 +223,7 @@ TEST_F(HttpEndToEnd, PrometheusScrapesWhatTheBrokerAnswers) {
     seen_admits = query("sum(tidegate_decisions_total{type=\"admit\"})");
     return seen_borrowed == borrowed && seen_admits == admitted;
   }, std::chrono::seconds(30))) << "Prometheus saw borrowed " << seen_borrowed << ", admits " << seen_admits << "\n"
-          << ReadText(dir_->File("prometheus.log"));
+          << ReadFile(dir_->File("prometheus.log"));
   EXPECT_EQ(query("up{job=\"tidegate\"}"), 1);
   EXPECT_EQ(query("tidegate_team_queued_jobs{team=\"blue\"}"), 1);
 
@@ -292,19 +286,19 @@ TEST_F(HttpEndToEnd, TheWebViewShowsTheTreeAndWhyAJobWaitsAndAnAdmitArrivesWitho
   Admit("w-blue-small", "blue", 1);
   ASSERT_TRUE(last_admit_.ok());
   ASSERT_EQ(live.Wait(), 0);
-  const std::string dom = ReadText(dir_->File("live.html"));
+  const std::string dom = ReadFile(dir_->File("live.html"));
   EXPECT_THAT(dom, HasSubstr("<tr data-job=\"w-blue\" class=\"queued\">"));
   EXPECT_THAT(dom, HasSubstr("blue would use"));  // why w-blue waits, from the broker's reason
   EXPECT_THAT(dom, HasSubstr("<tr data-job=\"w-blue-small\" class=\"admitted\">"));
   EXPECT_THAT(dom, HasSubstr("id=\"status\">live<"));
 
-  ASSERT_EQ(tree_run.Wait(), 0) << ReadText(dir_->File("tree.html"));
-  const std::string tree = ReadText(dir_->File("tree.html"));
+  ASSERT_EQ(tree_run.Wait(), 0) << ReadFile(dir_->File("tree.html"));
+  const std::string tree = ReadFile(dir_->File("tree.html"));
   EXPECT_THAT(tree, HasSubstr("<table id=\"quota-tree\">"));
   EXPECT_THAT(tree, HasSubstr("<a href=\"/team?name=red\">red</a>"));
   EXPECT_THAT(tree, HasSubstr("<a href=\"/team?name=blue\">blue</a>"));
-  EXPECT_EQ(shot_run.Wait(), 0) << ReadText(dir_->File("shot.log"));
-  EXPECT_TRUE(std::filesystem::exists(shot) && std::filesystem::file_size(shot) > 0) << ReadText(dir_->File("shot.log"));
+  EXPECT_EQ(shot_run.Wait(), 0) << ReadFile(dir_->File("shot.log"));
+  EXPECT_TRUE(std::filesystem::exists(shot) && std::filesystem::file_size(shot) > 0) << ReadFile(dir_->File("shot.log"));
 }
 
 TEST_F(HttpEndToEnd, ReadyzTurnsUnreadyWhileTheLedgerIsReadOnlyAndReadyAfter) {

@@ -20,22 +20,8 @@ import urllib.request
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
-failures = []
-
-
-def check(ok, what):
-    print(("ok: " if ok else "FAIL: ") + what, flush=True)
-    if not ok:
-        failures.append(what)
-
-
-def wait_for(pred, secs=10):
-    end = time.time() + secs
-    while time.time() < end:
-        if pred():
-            return True
-        time.sleep(0.05)
-    return False
+sys.path.insert(0, HERE)
+from k8s_env import check, failures, wait_for  # noqa: E402
 
 
 JOB = {"apiVersion": "batch/v1", "kind": "Job",

@@ -1,6 +1,7 @@
 // Starts the real tidegated binary for end-to-end tests: a child process on
 // 127.0.0.1 with a free port (or a given one) and a temporary ledger,
-// stopped by PID; and the polling and free ports such tests need.
+// stopped by PID; and the polling, free ports, files and source tree such
+// tests need.
 #ifndef TIDEGATE_TESTS_SUPPORT_SERVER_PROCESS_H_
 #define TIDEGATE_TESTS_SUPPORT_SERVER_PROCESS_H_
 
@@ -27,6 +28,13 @@ class TempDir {
  private:
   std::string path_;
 };
+
+// The source tree ($TIDEGATE_SOURCE_DIR, set by CTest; else "."): where the
+// tests find fixtures, example configs and scripts.
+std::string SourceDir();
+
+// A whole file as text; "" when it cannot be read.
+std::string ReadFile(const std::string& path);
 
 // Polls `done` every 20 ms until it holds or `limit` passes; its last answer.
 bool Eventually(const std::function<bool()>& done,
