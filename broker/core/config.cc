@@ -282,10 +282,11 @@ bool IsGpuResource(const std::string& name) {
 // `quotas`: when given, quotas[i] (where set) replaces the i-th team's quota
 // entries, as if the config said so; nothing else of the config is read
 // differently.
-// Long (about 220 lines) on purpose: one pass over the config in the order
+// Long (about 130 lines) on purpose: one pass over the config in the order
 // docs/policy.md §1 derives its quantities (resources, clusters, the tree, quota
 // entries, sums, then potential and lendable), each step reading what the
-// previous ones built; the steps are marked by comments.
+// previous ones built; the steps are marked by comments. The quota steps are
+// functions of their own, which PatchQuota runs again for a few teams.
 static absl::StatusOr<CompiledConfig> CompileConfigWith(const v1::Config& config, const TideCalendar* resolved,
                                                         const std::vector<std::optional<QuotaEntries>>* quotas) {
   auto quota_of = [&](int i) -> const QuotaEntries& {
