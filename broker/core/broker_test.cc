@@ -3,6 +3,7 @@
 // changes (docs/policy.md §1-4).
 #include "broker/core/broker.h"
 
+#include <limits>
 #include <memory>
 #include <string>
 #include <vector>
@@ -10,6 +11,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "broker/core/test_support.h"
+#include "broker/core/victims.h"
 #include "gmock/gmock.h"
 #include "google/protobuf/text_format.h"
 #include "gtest/gtest.h"
@@ -445,6 +447,40 @@ TEST(BrokerTest, InnerTeamsReportTheirSubtreeUsage) {
   EXPECT_EQ(b->GetTeam("c")->parent, "org");
   EXPECT_EQ(b->TeamNames(), (std::vector<std::string>{"a", "b", "org", "c"}));
   EXPECT_EQ(b->TotalCapacity("gpu"), 8);
+}
+
+// The victim searches compare candidates by a packed key; it must order
+// every pair as CandidateKey does, ties and ids sharing their first 8 bytes
+// included (the fair-sharing search's order, and so its victims, hang on it).
+TEST(CandidateKeyTest, PackedKeyOrdersAsTheKey) {
+  const std::vector<std::string> ids = {"", "a", "a\x01", "ab", "b1", "b10", "b1.0", "b12345678", "b12345679",
+                                        "b1234567", "b123456780", std::string("a\0b", 3), "\xff", "z"};
+  std::vector<CandidateKey> keys;
+  uint64_t rng = 7;
+  auto draw = [&](int n) {
+    rng = rng * 6364136223846793005ULL + 1442695040888963407ULL;
+    return static_cast<int>((rng >> 33) % n);
+  };
+  for (int i = 0; i < 400; ++i) {
+    CandidateKey k{};
+    k.not_draining = draw(2);
+    k.list = static_cast<CandidateList>(draw(3));
+    k.outside_cluster = draw(2);
+    k.own_team = draw(2);
+    const int32_t priorities[] = {std::numeric_limits<int32_t>::min(), -1, 0, 1, std::numeric_limits<int32_t>::max()};
+    k.priority = priorities[draw(5)];
+    k.not_shrinkable = draw(2);
+    k.lost_work = draw(2) ? u128{0} : (u128{1} << 70) + draw(2);
+    k.neg_admitted_at = draw(3) - 1;
+    k.id = &ids[draw(static_cast<int>(ids.size()))];
+    k.whole_part = draw(2);
+    keys.push_back(k);
+  }
+  for (const CandidateKey& a : keys) {
+    for (const CandidateKey& b : keys) {
+      ASSERT_EQ(PackedCandidateKey::Of(a) < PackedCandidateKey::Of(b), a < b) << *a.id << " vs " << *b.id;
+    }
+  }
 }
 
 }  // namespace

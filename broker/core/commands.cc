@@ -301,16 +301,7 @@ void Decider::ApplyTideBoundary() {
     ResetTide(s_);
     return;
   }
-  // A rise's guard holds this very compile (the same base config and rules,
-  // or ResetTide would have rebuilt it); ResetTide drops it next, so take it.
-  std::vector<State::TideGuard>& guards = s_.tide().guards;
-  auto guard = std::find_if(guards.begin(), guards.end(),
-                            [&](const State::TideGuard& g) { return g.boundary == s_.now(); });
-  if (guard != guards.end()) {
-    s_.ReconfigureQuota(std::move(guard->config));
-  } else {
-    s_.ReconfigureQuota(**compiled);
-  }
+  s_.ReplaceQuota(**compiled);
   ResetTide(s_);
   RefreshQueuedReasons();
 }

@@ -130,6 +130,146 @@ absl::Status CheckSizes(const v1::Config& config) {
   return absl::OkStatus();
 }
 
+// The tree depth-first in post-order, so children come before parents.
+std::vector<int> PostOrder(const CompiledConfig& c) {
+  std::vector<int> order;
+  std::vector<std::pair<int, size_t>> stack{{kRootNode, 0}};
+  while (!stack.empty()) {
+    auto& [node, next] = stack.back();
+    if (next < c.nodes[node].children.size()) {
+      int child = c.nodes[node].children[next++];
+      stack.push_back({child, 0});
+    } else {
+      order.push_back(node);
+      stack.pop_back();
+    }
+  }
+  return order;
+}
+
+// The quota entries of the config's i-th team (`quota`: its entries, or
+// those in force under tide rules), per resource id; nullptr where none.
+absl::StatusOr<std::vector<const v1::ResourceQuota*>> QuotaRow(const CompiledConfig& c, const v1::Config& config, int i,
+                                                              const QuotaEntries& quota) {
+  std::vector<const v1::ResourceQuota*> row(c.num_resources(), nullptr);
+  for (const auto& [name, q] : quota) {
+    // The field's name is built only for an error: a tide boundary
+    // compiles a team's entries again.
+    auto check = [&](const char* field, Quantity v) {
+      return v < 0 ? CheckQuantity(v, absl::StrCat("team '", config.teams(i).name(), "' quota.", name, field))
+                   : absl::OkStatus();
+    };
+    if (q.has_guaranteed()) if (auto s = check(".guaranteed", q.guaranteed()); !s.ok()) return s;
+    if (q.has_borrow_limit()) if (auto s = check(".borrow_limit", q.borrow_limit()); !s.ok()) return s;
+    if (q.has_lend_limit()) if (auto s = check(".lend_limit", q.lend_limit()); !s.ok()) return s;
+    row[c.resource_index.at(name)] = &q;
+  }
+  return row;
+}
+
+// One node's g, b, l, p and share_resource from its own entries and its
+// children's (already derived). The fleet root takes only share_resource
+// here (DeriveRoot does the rest).
+absl::Status DeriveNodeQuota(CompiledConfig& c, int id, const std::vector<const v1::ResourceQuota*>& entries) {
+  const int R = c.num_resources();
+  NodeConfig& n = c.nodes[id];
+  n.guaranteed.assign(R, 0);
+  n.borrow_limit.assign(R, kInfinite);
+  n.lend_limit.assign(R, kInfinite);
+  n.private_part.assign(R, 0);
+  n.share_resource.assign(R, false);
+  for (int r = 0; r < R; ++r) {
+    Quantity child_sum = 0;
+    for (int ch : n.children) {
+      auto sum = CheckedAdd(child_sum, c.nodes[ch].guaranteed[r]);
+      if (!sum) return Invalid(absl::StrCat("team '", n.name, "': guarantees of its children overflow int64 for ", c.resources[r]));
+      child_sum = *sum;
+      if (c.nodes[ch].share_resource[r]) n.share_resource[r] = true;
+    }
+    if (id == kRootNode) continue;  // DeriveRoot
+    const v1::ResourceQuota* e = entries[r];
+    if (e) n.share_resource[r] = true;
+    if (e && e->has_guaranteed()) {
+      n.guaranteed[r] = e->guaranteed();
+      if (!n.leaf && child_sum > n.guaranteed[r]) {
+        return Invalid(absl::StrCat("team '", n.name, "': children's guarantees for ", c.resources[r], " (",
+                                    child_sum, ") exceed its own guaranteed ", n.guaranteed[r]));
+      }
+    } else {
+      n.guaranteed[r] = n.leaf ? 0 : child_sum;
+    }
+    if (e && e->has_borrow_limit()) n.borrow_limit[r] = e->borrow_limit();
+    if (e && e->has_lend_limit()) {
+      n.lend_limit[r] = e->lend_limit();
+      n.private_part[r] = std::max<Quantity>(0, n.guaranteed[r] - n.lend_limit[r]);
+    }
+  }
+  return absl::OkStatus();
+}
+
+// The fleet root: g = total capacity, b = 0; the warnings (all about the
+// top-level guarantees).
+absl::Status DeriveRoot(CompiledConfig& c) {
+  NodeConfig& root = c.nodes[kRootNode];
+  c.warnings.clear();
+  for (int r = 0; r < c.num_resources(); ++r) {
+    Quantity total = 0;
+    for (const auto& cl : c.clusters) {
+      auto sum = CheckedAdd(total, cl.capacity[r]);
+      if (!sum) return Invalid(absl::StrCat("clusters: total capacity of ", c.resources[r], " overflows int64"));
+      total = *sum;
+    }
+    root.guaranteed[r] = total;
+    root.borrow_limit[r] = 0;
+    Quantity top = 0;
+    for (int ch : root.children) top = SatAdd(top, c.nodes[ch].guaranteed[r]);
+    if (top > total) {
+      c.warnings.push_back(absl::StrCat("top-level guarantees for ", c.resources[r], " (", top,
+                                        ") exceed total capacity ", total,
+                                        ": guarantees hold only as far as capacity goes"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+// potential and lendable of every node (`order`: the tree in post-order).
+void DerivePotentials(CompiledConfig& c, const std::vector<int>& order) {
+  const size_t R = static_cast<size_t>(c.num_resources());
+  // u0(n): usage with every leaf at 0, where inner nodes still count their
+  // children's private parts. potential(n) is available(n) in that state.
+  std::vector<Quantity> u0(c.nodes.size() * R, 0);
+  for (int id : order) {
+    for (int ch : c.nodes[id].children) {
+      for (size_t r = 0; r < R; ++r) u0[id * R + r] = SatAdd(u0[id * R + r], std::max(u0[ch * R + r], c.nodes[ch].private_part[r]));
+    }
+  }
+  // Top-down (the reversed post-order puts a parent before its children).
+  std::vector<Quantity> pool_p(c.nodes.size() * R, 0);  // P(A)
+  for (auto it = order.rbegin(); it != order.rend(); ++it) {
+    const int id = *it;
+    NodeConfig& n = c.nodes[id];
+    n.potential.assign(R, 0);
+    n.lendable.assign(R, 0);
+    for (size_t r = 0; r < R; ++r) {
+      Quantity sum_child_p = 0;
+      for (int ch : n.children) sum_child_p = SatAdd(sum_child_p, c.nodes[ch].private_part[r]);
+      const Quantity q = n.guaranteed[r] - sum_child_p;  // Q(A)
+      const Quantity u = u0[id * R + r];
+      if (id == kRootNode) {
+        n.potential[r] = std::max<Quantity>(0, n.guaranteed[r] - u);
+        pool_p[id * R + r] = q;
+        continue;
+      }
+      const NodeConfig& parent = c.nodes[n.parent];
+      const Quantity slack0 = std::max<Quantity>(0, n.private_part[r] - u);
+      n.potential[r] = std::min(SatSub(SatAdd(n.guaranteed[r], n.borrow_limit[r]), u), SatAdd(slack0, parent.potential[r]));
+      n.lendable[r] = pool_p[n.parent * R + r];
+      const Quantity l_pool = n.lend_limit[r] != kInfinite ? std::max<Quantity>(0, n.private_part[r] - sum_child_p) : 0;  // L(A)
+      pool_p[id * R + r] = std::min(SatAdd(q, n.borrow_limit[r]), SatAdd(l_pool, pool_p[n.parent * R + r]));
+    }
+  }
+}
+
 }  // namespace
 
 bool IsGpuResource(const std::string& name) {
@@ -142,10 +282,11 @@ bool IsGpuResource(const std::string& name) {
 // `quotas`: when given, quotas[i] (where set) replaces the i-th team's quota
 // entries, as if the config said so; nothing else of the config is read
 // differently.
-// Long (about 220 lines) on purpose: one pass over the config in the order
+// Long (about 130 lines) on purpose: one pass over the config in the order
 // docs/policy.md §1 derives its quantities (resources, clusters, the tree, quota
 // entries, sums, then potential and lendable), each step reading what the
-// previous ones built; the steps are marked by comments.
+// previous ones built; the steps are marked by comments. The quota steps are
+// functions of their own, which PatchQuota runs again for a few teams.
 static absl::StatusOr<CompiledConfig> CompileConfigWith(const v1::Config& config, const TideCalendar* resolved,
                                                         const std::vector<std::optional<QuotaEntries>>* quotas) {
   auto quota_of = [&](int i) -> const QuotaEntries& {
@@ -259,129 +400,26 @@ static absl::StatusOr<CompiledConfig> CompileConfigWith(const v1::Config& config
   c.nodes[kRootNode].leaf = false;
 
   // Per-resource quota entries.
-  std::vector<std::vector<const v1::ResourceQuota*>> entries(c.nodes.size(),
-                                                              std::vector<const v1::ResourceQuota*>(R, nullptr));
+  std::vector<std::vector<const v1::ResourceQuota*>> entries(c.nodes.size());
+  entries[kRootNode].assign(R, nullptr);
   for (int i = 0; i < config.teams_size(); ++i) {
-    for (const auto& [name, q] : quota_of(i)) {
-      // The field's name is built only for an error: a tide boundary
-      // compiles every team's entries again.
-      auto check = [&](const char* field, Quantity v) {
-        return v < 0 ? CheckQuantity(v, absl::StrCat("team '", config.teams(i).name(), "' quota.", name, field))
-                     : absl::OkStatus();
-      };
-      if (q.has_guaranteed()) if (auto s = check(".guaranteed", q.guaranteed()); !s.ok()) return s;
-      if (q.has_borrow_limit()) if (auto s = check(".borrow_limit", q.borrow_limit()); !s.ok()) return s;
-      if (q.has_lend_limit()) if (auto s = check(".lend_limit", q.lend_limit()); !s.ok()) return s;
-      entries[i + 1][c.resource_index[name]] = &q;
-    }
+    auto row = QuotaRow(c, config, i, quota_of(i));
+    if (!row.ok()) return row.status();
+    entries[i + 1] = *std::move(row);
   }
 
-  // Depth-first post-order so children are done before parents.
-  std::vector<int> order;
-  {
-    std::vector<std::pair<int, size_t>> stack{{kRootNode, 0}};
-    while (!stack.empty()) {
-      auto& [node, next] = stack.back();
-      if (next < c.nodes[node].children.size()) {
-        int child = c.nodes[node].children[next++];
-        stack.push_back({child, 0});
-      } else {
-        order.push_back(node);
-        stack.pop_back();
-      }
-    }
-  }
-  for (auto& n : c.nodes) {
-    n.guaranteed.assign(R, 0);
-    n.borrow_limit.assign(R, kInfinite);
-    n.lend_limit.assign(R, kInfinite);
-    n.private_part.assign(R, 0);
-    n.share_resource.assign(R, false);
-  }
+  const std::vector<int> order = PostOrder(c);
   for (int id : order) {
-    NodeConfig& n = c.nodes[id];
-    for (int r = 0; r < R; ++r) {
-      Quantity child_sum = 0;
-      for (int ch : n.children) {
-        auto sum = CheckedAdd(child_sum, c.nodes[ch].guaranteed[r]);
-        if (!sum) return Invalid(absl::StrCat("team '", n.name, "': guarantees of its children overflow int64 for ", c.resources[r]));
-        child_sum = *sum;
-        if (c.nodes[ch].share_resource[r]) n.share_resource[r] = true;
-      }
-      if (id == kRootNode) continue;  // below
-      const v1::ResourceQuota* e = entries[id][r];
-      if (e) n.share_resource[r] = true;
-      if (e && e->has_guaranteed()) {
-        n.guaranteed[r] = e->guaranteed();
-        if (!n.leaf && child_sum > n.guaranteed[r]) {
-          return Invalid(absl::StrCat("team '", n.name, "': children's guarantees for ", c.resources[r], " (",
-                                      child_sum, ") exceed its own guaranteed ", n.guaranteed[r]));
-        }
-      } else {
-        n.guaranteed[r] = n.leaf ? 0 : child_sum;
-      }
-      if (e && e->has_borrow_limit()) n.borrow_limit[r] = e->borrow_limit();
-      if (e && e->has_lend_limit()) {
-        n.lend_limit[r] = e->lend_limit();
-        n.private_part[r] = std::max<Quantity>(0, n.guaranteed[r] - n.lend_limit[r]);
-      }
-    }
+    if (auto s = DeriveNodeQuota(c, id, entries[id]); !s.ok()) return s;
   }
-  // The fleet root: g = total capacity, b = 0.
-  NodeConfig& root = c.nodes[kRootNode];
-  for (int r = 0; r < R; ++r) {
-    Quantity total = 0;
-    for (const auto& cl : c.clusters) {
-      auto sum = CheckedAdd(total, cl.capacity[r]);
-      if (!sum) return Invalid(absl::StrCat("clusters: total capacity of ", c.resources[r], " overflows int64"));
-      total = *sum;
-    }
-    root.guaranteed[r] = total;
-    root.borrow_limit[r] = 0;
-    Quantity top = 0;
-    for (int ch : root.children) top = SatAdd(top, c.nodes[ch].guaranteed[r]);
-    if (top > total) {
-      c.warnings.push_back(absl::StrCat("top-level guarantees for ", c.resources[r], " (", top,
-                                        ") exceed total capacity ", total,
-                                        ": guarantees hold only as far as capacity goes"));
-    }
-  }
-
-  // u0(n): usage with every leaf at 0, where inner nodes still count their
-  // children's private parts. potential(n) is available(n) in that state.
-  std::vector<std::vector<Quantity>> u0(c.nodes.size(), std::vector<Quantity>(R, 0));
-  for (int id : order) {
-    for (int ch : c.nodes[id].children) {
-      for (int r = 0; r < R; ++r) u0[id][r] = SatAdd(u0[id][r], std::max(u0[ch][r], c.nodes[ch].private_part[r]));
-    }
-  }
-  // Paths, potential and lendable, top-down (nodes are in an order where a
-  // parent may come after its child, so walk the reversed post-order).
-  std::vector<std::vector<Quantity>> pool_p(c.nodes.size(), std::vector<Quantity>(R, 0));  // P(A)
+  if (auto s = DeriveRoot(c); !s.ok()) return s;
+  // Paths, top-down (the reversed post-order puts a parent before its children).
   for (auto it = order.rbegin(); it != order.rend(); ++it) {
-    const int id = *it;
-    NodeConfig& n = c.nodes[id];
-    n.path = id == kRootNode ? std::vector<int>{} : c.nodes[n.parent].path;
-    n.path.push_back(id);
-    n.potential.assign(R, 0);
-    n.lendable.assign(R, 0);
-    for (int r = 0; r < R; ++r) {
-      Quantity sum_child_p = 0;
-      for (int ch : n.children) sum_child_p = SatAdd(sum_child_p, c.nodes[ch].private_part[r]);
-      const Quantity q = n.guaranteed[r] - sum_child_p;  // Q(A)
-      if (id == kRootNode) {
-        n.potential[r] = std::max<Quantity>(0, n.guaranteed[r] - u0[id][r]);
-        pool_p[id][r] = q;
-        continue;
-      }
-      const NodeConfig& parent = c.nodes[n.parent];
-      const Quantity slack0 = std::max<Quantity>(0, n.private_part[r] - u0[id][r]);
-      n.potential[r] = std::min(SatSub(SatAdd(n.guaranteed[r], n.borrow_limit[r]), u0[id][r]), SatAdd(slack0, parent.potential[r]));
-      n.lendable[r] = pool_p[n.parent][r];
-      const Quantity l_pool = n.lend_limit[r] != kInfinite ? std::max<Quantity>(0, n.private_part[r] - sum_child_p) : 0;  // L(A)
-      pool_p[id][r] = std::min(SatAdd(q, n.borrow_limit[r]), SatAdd(l_pool, pool_p[n.parent][r]));
-    }
+    NodeConfig& n = c.nodes[*it];
+    n.path = *it == kRootNode ? std::vector<int>{} : c.nodes[n.parent].path;
+    n.path.push_back(*it);
   }
+  DerivePotentials(c, order);
   if (auto s = CompilePolicyOptions(config.policy(), &c.policy); !s.ok()) return s;
   return c;
 }
@@ -397,6 +435,36 @@ absl::StatusOr<CompiledConfig> CompileConfig(const v1::Config& config, const Tid
 absl::StatusOr<CompiledConfig> CompileConfig(const v1::Config& config, const TideCalendar& tide,
                                              const std::vector<std::optional<QuotaEntries>>& quotas) {
   return CompileConfigWith(config, &tide, &quotas);
+}
+
+absl::StatusOr<CompiledConfig> PatchQuota(const CompiledConfig& from, const v1::Config& config,
+                                         const std::vector<std::optional<QuotaEntries>>& quotas,
+                                         const std::vector<int>& changed) {
+  CompiledConfig c = from;
+  // The changed teams and their ancestors, deepest first: a node's children
+  // are derived before it, as in the compile's post-order.
+  std::vector<int> redo;
+  std::vector<bool> marked(c.nodes.size(), false);
+  for (const int i : changed) {
+    for (int id = i + 1; id != kRootNode && !marked[id]; id = c.nodes[id].parent) {
+      marked[id] = true;
+      redo.push_back(id);
+    }
+  }
+  std::sort(redo.begin(), redo.end(), [&](int a, int b) {
+    const size_t da = c.nodes[a].path.size(), db = c.nodes[b].path.size();
+    return da != db ? da > db : a < b;
+  });
+  for (const int id : redo) {
+    const int i = id - 1;
+    auto row = QuotaRow(c, config, i, quotas[i] ? *quotas[i] : config.teams(i).quota());
+    if (!row.ok()) return row.status();
+    if (auto s = DeriveNodeQuota(c, id, *row); !s.ok()) return s;
+  }
+  if (auto s = DeriveNodeQuota(c, kRootNode, {}); !s.ok()) return s;
+  if (auto s = DeriveRoot(c); !s.ok()) return s;
+  DerivePotentials(c, PostOrder(c));
+  return c;
 }
 
 }  // namespace tidegate::core

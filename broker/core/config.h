@@ -114,6 +114,18 @@ absl::StatusOr<CompiledConfig> CompileConfig(const v1::Config& config, const Tid
 absl::StatusOr<CompiledConfig> CompileConfig(const v1::Config& config, const TideCalendar& tide,
                                              const std::vector<std::optional<QuotaEntries>>& quotas);
 
+// CompileConfig(config, from.tide, quotas), derived from `from`: a compile of
+// the same config under quota entries that differ from `quotas` only for the
+// teams (config indices) in `changed`. Only those teams and their ancestors
+// are derived again, then every node's potential and lendable (they depend
+// on the tree above); names, indexes and clusters are copied. The same
+// result as the full compile (tide_test compares them over a calendar's
+// boundaries). An error when the patched quota is invalid; the full compile
+// then names the check that fails first.
+absl::StatusOr<CompiledConfig> PatchQuota(const CompiledConfig& from, const v1::Config& config,
+                                         const std::vector<std::optional<QuotaEntries>>& quotas,
+                                         const std::vector<int>& changed);
+
 // A GPU-like resource: any whose name after the last '/' is not cpu, memory,
 // ephemeral-storage or pods (docs/decisions.md).
 bool IsGpuResource(const std::string& name);

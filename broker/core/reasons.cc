@@ -177,7 +177,7 @@ std::string Decider::TideGuardReason(const Job& job) const {
   if (tide.guard_usage.size() != tide.guards.size()) return kNoRoomUnderComingTide;
   for (size_t i = 0; i < tide.guards.size(); ++i) {
     const ComingUsage& u = tide.guard_usage[i];
-    const NodeConfig& coming = tide.guards[i].config.nodes[job.team];
+    const NodeConfig& coming = tide.guards[i].config->nodes[job.team];
     for (int r = 0; r < s_.num_resources(); ++r) {
       if (!(job.requested >> r & 1)) continue;
       const Quantity can_take = std::max<Quantity>(0, u.Available(job.team, r));

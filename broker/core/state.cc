@@ -378,6 +378,39 @@ void State::ReconfigureQuota(CompiledConfig config) {
   RecomputeUsage();
 }
 
+void State::ReplaceQuota(const CompiledConfig& config) {
+  const bool same_shape = config.resources == config_.resources && config.clusters.size() == config_.clusters.size() &&
+                          config.nodes.size() == config_.nodes.size() &&
+                          std::equal(config.nodes.begin(), config.nodes.end(), config_.nodes.begin(),
+                                     [](const NodeConfig& a, const NodeConfig& b) { return a.name == b.name; });
+  if (!same_shape) {
+    ReconfigureQuota(config);
+    return;
+  }
+  // What ReconfigureQuota does when every map is the identity.
+  for (auto& [id, j] : job_index_) {
+    Job& job = jobs_[j];
+    if (job.exceeds_max) job.reason.clear();  // the config changed: retry.
+    job.exceeds_max = false;
+    job.parked_stamp = 0;
+  }
+  for (NodeState& n : nodes_) n.stuck = false;
+  for (size_t i = 0; i < config.nodes.size(); ++i) {
+    const NodeConfig& from = config.nodes[i];
+    NodeConfig& to = config_.nodes[i];
+    to.guaranteed = from.guaranteed;  // equal sizes: no allocation.
+    to.borrow_limit = from.borrow_limit;
+    to.lend_limit = from.lend_limit;
+    to.private_part = from.private_part;
+    to.potential = from.potential;
+    to.lendable = from.lendable;
+    to.share_resource = from.share_resource;
+  }
+  config_.warnings = config.warnings;
+  ++quota_generation_;
+  RecomputeUsage();
+}
+
 NamedQuantities State::Named(const std::vector<Quantity>& v, ResourceMask mask) const {
   NamedQuantities out;
   for (int r = 0; r < num_resources(); ++r) {

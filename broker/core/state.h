@@ -279,7 +279,7 @@ class State {
   // in force: admission and growth must fit it too.
   struct TideGuard {
     Time boundary;
-    CompiledConfig config;
+    std::shared_ptr<const CompiledConfig> config;  // shared with Tide::compiled: no copy.
   };
   struct Tide {
     bool enabled = false;  // some team has rules.
@@ -315,6 +315,10 @@ class State {
   // The same for a new quota of the same base config (a tide boundary): the
   // source and the tide caches stay.
   void ReconfigureQuota(CompiledConfig config);
+  // The same when `config` differs from the one in force only in its quota
+  // figures (same resources, teams and clusters in the same order: a tide
+  // boundary), without copying names and indexes or remapping every job.
+  void ReplaceQuota(const CompiledConfig& config);
 
   NamedQuantities Named(const std::vector<Quantity>& v, ResourceMask mask) const;
   uint64_t quota_generation() const { return quota_generation_; }

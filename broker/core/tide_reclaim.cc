@@ -91,8 +91,24 @@ std::shared_ptr<const absl::StatusOr<CompiledConfig>> CompiledQuotaAt(State& s, 
   if (!compiled) {
     // CompileConfig(EffectiveConfig(source, calendar, t), calendar), without
     // copying the config and its rules: the same quota entries (ActiveQuotas).
-    compiled = std::make_shared<const absl::StatusOr<CompiledConfig>>(
-        CompileConfig(s.source(), s.config().tide, ActiveQuotas(s.source(), rules)));
+    // A boundary changes the rules of a few teams: patch the latest valid
+    // compile kept for those teams (PatchQuota); the full compile only when
+    // none is kept, or to name what is wrong with an invalid quota.
+    const std::vector<std::optional<QuotaEntries>> quotas = ActiveQuotas(s.source(), rules);
+    const State::Tide::Compiled* from = nullptr;
+    for (const auto& c : tide.compiled) {
+      if (c.config->ok()) from = &c;
+    }
+    absl::StatusOr<CompiledConfig> result = absl::UnknownError("not compiled");
+    if (from) {
+      std::vector<int> changed;
+      for (size_t i = 0; i < rules.size(); ++i) {
+        if (rules[i] != from->active[i]) changed.push_back(static_cast<int>(i));
+      }
+      result = PatchQuota(**from->config, s.source(), quotas, changed);
+    }
+    if (!result.ok()) result = CompileConfig(s.source(), s.config().tide, quotas);
+    compiled = std::make_shared<const absl::StatusOr<CompiledConfig>>(std::move(result));
     constexpr size_t kKept = 4;  // the quota in force, the coming one, and a guard or two.
     if (tide.compiled.size() >= kKept) tide.compiled.erase(tide.compiled.begin());
     tide.compiled.push_back({rules, compiled});
@@ -164,7 +180,7 @@ void ResetTide(State& s) {
   for (auto b = tide.next_apply; b && *b <= tide.lead_cursor; b = tide.index.NextBoundary(calendar, *b)) {
     auto coming = CompiledQuotaAt(s, *b);
     if (coming->ok() && !RisingAt(s, **coming, *b).empty()) {
-      tide.guards.push_back({*b, **coming});
+      tide.guards.push_back({*b, std::shared_ptr<const CompiledConfig>(coming, &**coming)});
     }
   }
 }
@@ -200,7 +216,7 @@ bool Decider::RunTide(Time t) {
     const std::vector<int> rising = RisingAt(s_, **coming, boundary);
     if (rising.empty()) continue;
     TideReclaim(**coming, rising);
-    tide.guards.push_back({boundary, **coming});
+    tide.guards.push_back({boundary, std::shared_ptr<const CompiledConfig>(coming, &**coming)});
     tide.guard_usage_stamp = 0;
     s_.Changed();
     ran = true;
@@ -222,7 +238,7 @@ bool Decider::FitsGuards(const Job& job, const std::vector<Quantity>& extra) con
   if (tide.guards.empty()) return true;
   if (tide.guard_usage_stamp != s_.change_stamp()) {
     tide.guard_usage.clear();
-    for (const auto& g : tide.guards) tide.guard_usage.push_back(UsageUnder(s_, g.config, /*exclude_draining=*/false));
+    for (const auto& g : tide.guards) tide.guard_usage.push_back(UsageUnder(s_, *g.config, /*exclude_draining=*/false));
     tide.guard_usage_stamp = s_.change_stamp();
   }
   for (const ComingUsage& u : tide.guard_usage) {

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include "absl/strings/str_cat.h"
 #include "absl/time/time.h"
 #include "api/yaml_loader.h"
 #include "broker/core/broker.h"
@@ -149,6 +150,136 @@ TEST(TideTest, IndexAnswersAsTheScansDo) {
       }
     }
   }
+}
+
+// Every field of two compiles, so a patch that forgets one shows here.
+void ExpectSameCompile(const CompiledConfig& got, const CompiledConfig& want, const std::string& at) {
+  EXPECT_EQ(got.resources, want.resources) << at;
+  EXPECT_EQ(got.resource_index, want.resource_index) << at;
+  EXPECT_EQ(got.is_gpu, want.is_gpu) << at;
+  ASSERT_EQ(got.clusters.size(), want.clusters.size()) << at;
+  for (size_t k = 0; k < want.clusters.size(); ++k) {
+    EXPECT_EQ(got.clusters[k].name, want.clusters[k].name) << at;
+    EXPECT_EQ(got.clusters[k].capacity, want.clusters[k].capacity) << at;
+  }
+  EXPECT_EQ(got.cluster_index, want.cluster_index) << at;
+  EXPECT_EQ(got.node_index, want.node_index) << at;
+  EXPECT_EQ(got.warnings, want.warnings) << at;
+  EXPECT_EQ(got.policy.fair_sharing, want.policy.fair_sharing) << at;
+  EXPECT_EQ(got.tide.teams.size(), want.tide.teams.size()) << at;
+  ASSERT_EQ(got.nodes.size(), want.nodes.size()) << at;
+  for (size_t i = 0; i < want.nodes.size(); ++i) {
+    const NodeConfig& g = got.nodes[i];
+    const NodeConfig& w = want.nodes[i];
+    const std::string where = at + " node " + w.name;
+    EXPECT_EQ(g.name, w.name) << where;
+    EXPECT_EQ(g.parent, w.parent) << where;
+    EXPECT_EQ(g.children, w.children) << where;
+    EXPECT_EQ(g.path, w.path) << where;
+    EXPECT_EQ(g.leaf, w.leaf) << where;
+    EXPECT_TRUE(g.weight == w.weight) << where;
+    EXPECT_EQ(g.policy.within_team, w.policy.within_team) << where;
+    EXPECT_EQ(g.guaranteed, w.guaranteed) << where;
+    EXPECT_EQ(g.borrow_limit, w.borrow_limit) << where;
+    EXPECT_EQ(g.lend_limit, w.lend_limit) << where;
+    EXPECT_EQ(g.private_part, w.private_part) << where;
+    EXPECT_EQ(g.potential, w.potential) << where;
+    EXPECT_EQ(g.lendable, w.lendable) << where;
+    EXPECT_EQ(g.share_resource, w.share_resource) << where;
+  }
+}
+
+// A boundary patches the compile in force for the teams whose rules change
+// (PatchQuota) instead of compiling every team: over a week of a calendar's
+// boundaries the patched quota, chained from boundary to boundary, is the
+// full compile's. The tree has inner teams with and without a guarantee of
+// their own and with a lend limit, rules on an inner team, a rule naming a
+// resource the base quota does not, windows past midnight, two zones, and a
+// rule pushing the top-level guarantees over capacity (a warning).
+TEST(TideTest, PatchedQuotaIsTheFullCompileAtEveryBoundary) {
+  const v1::Config base = Parse(R"(
+clusters: [{name: a, capacity: {gpu: 40, cpu: 64}}]
+teams:
+  - name: org
+    quota: {gpu: {guaranteed: 20, lend_limit: 10}}
+    tide:
+      - {days: [tue], from: "10:00", to: "14:00", timezone: UTC, quota: {gpu: {guaranteed: 24}}}
+  - name: org/a
+    parent: org
+    quota: {gpu: {guaranteed: 6, borrow_limit: 4}}
+    tide:
+      - {days: [mon, tue, wed, thu, fri], from: "08:00", to: "18:00", timezone: UTC, quota: {gpu: {guaranteed: 10}}}
+      - {days: [sun], from: "00:00", to: "24:00", timezone: UTC, quota: {gpu: {lend_limit: 0}, cpu: {guaranteed: 8}}}
+  - name: org/b
+    parent: org
+    quota: {gpu: {guaranteed: 4, lend_limit: 2}}
+    tide:
+      - {days: [mon, wed, fri, sat], from: "12:00", to: "02:00", timezone: UTC, quota: {gpu: {guaranteed: 8, borrow_limit: 0}}}
+  - name: lab
+  - name: lab/x
+    parent: lab
+    quota: {gpu: {guaranteed: 5}}
+    tide:
+      - {days: [mon, tue, wed, thu, fri], from: "09:00", to: "17:00", timezone: Europe/Berlin, quota: {gpu: {guaranteed: 7, lend_limit: 1}}}
+  - name: lab/y
+    parent: lab
+    tide:
+      - {days: [mon, tue, wed, thu, fri], from: "20:00", to: "22:00", timezone: America/New_York, quota: {gpu: {guaranteed: 3}}}
+  - name: solo
+    quota: {gpu: {guaranteed: 2}}
+    tide:
+      - {days: [sat], from: "06:00", to: "20:00", timezone: UTC, quota: {gpu: {guaranteed: 20}}}
+)");
+  const TideCalendar calendar = Calendar(base);
+  TideIndex index;
+  TideActive was = index.ActiveRules(calendar, At("2026-01-05T00:00:00Z"));
+  auto patched = CompileConfig(base, calendar, ActiveQuotas(base, was));
+  ASSERT_TRUE(patched.ok()) << patched.status();
+  int boundaries = 0, with_warning = 0;
+  for (auto b = index.NextBoundary(calendar, At("2026-01-05T00:00:00Z")); b && *b < At("2026-01-13T00:00:00Z");
+       b = index.NextBoundary(calendar, *b)) {
+    const TideActive active = index.ActiveRules(calendar, *b);
+    std::vector<int> changed;
+    for (size_t i = 0; i < active.size(); ++i) {
+      if (active[i] != was[i]) changed.push_back(static_cast<int>(i));
+    }
+    const auto quotas = ActiveQuotas(base, active);
+    patched = PatchQuota(*patched, base, quotas, changed);
+    const auto full = CompileConfig(base, calendar, quotas);
+    ASSERT_TRUE(patched.ok() && full.ok()) << *b;
+    ExpectSameCompile(*patched, *full, absl::StrCat("boundary ", *b));
+    ++boundaries;
+    if (!full->warnings.empty()) ++with_warning;
+    was = active;
+  }
+  EXPECT_GE(boundaries, 30);
+  EXPECT_GT(with_warning, 0);
+}
+
+// A patch to an invalid quota fails, as the full compile does (which then
+// names the check).
+TEST(TideTest, PatchToAnInvalidQuotaFails) {
+  const v1::Config base = Parse(R"(
+clusters: [{name: a, capacity: {gpu: 40}}]
+teams:
+  - name: org
+    quota: {gpu: {guaranteed: 10}}
+  - name: org/a
+    parent: org
+    quota: {gpu: {guaranteed: 6}}
+    tide:
+      - {days: [mon], from: "08:00", to: "18:00", timezone: UTC, quota: {gpu: {guaranteed: 12}}}
+)");
+  const TideCalendar calendar = Calendar(base);
+  TideIndex index;
+  const TideActive night = index.ActiveRules(calendar, At("2026-01-05T00:00:00Z"));
+  const TideActive day = index.ActiveRules(calendar, At("2026-01-05T08:00:00Z"));
+  auto in_force = CompileConfig(base, calendar, ActiveQuotas(base, night));
+  ASSERT_TRUE(in_force.ok());
+  EXPECT_FALSE(PatchQuota(*in_force, base, ActiveQuotas(base, day), {1}).ok());
+  auto full = CompileConfig(base, calendar, ActiveQuotas(base, day));
+  ASSERT_FALSE(full.ok());
+  EXPECT_NE(full.status().message().find("exceed its own guaranteed 10"), std::string::npos) << full.status();
 }
 
 TEST(TideTest, BadRulesNameTeamRuleFieldAndValue) {

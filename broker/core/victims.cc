@@ -1,6 +1,7 @@
 #include "broker/core/victims.h"
 
 #include <algorithm>
+#include <cstring>
 
 namespace tidegate::core {
 namespace {
@@ -25,6 +26,27 @@ bool CandidateKey::operator<(const CandidateKey& o) const {
   if (neg_admitted_at != o.neg_admitted_at) return neg_admitted_at < o.neg_admitted_at;
   if (*id != *o.id) return *id < *o.id;
   return whole_part < o.whole_part;
+}
+
+PackedCandidateKey PackedCandidateKey::Of(const CandidateKey& k) {
+  PackedCandidateKey p;
+  // Each key in its own bits, the more significant keys higher; the
+  // priority biased so that a signed order becomes an unsigned one.
+  p.head = uint64_t{k.not_draining} << 38 | static_cast<uint64_t>(k.list) << 36 | uint64_t{k.outside_cluster} << 35 |
+           uint64_t{k.own_team} << 34 | uint64_t{static_cast<uint32_t>(k.priority) ^ 0x80000000u} << 1 |
+           uint64_t{k.not_shrinkable};
+  p.lost_work = k.lost_work;
+  p.neg_admitted_at = k.neg_admitted_at;
+  uint64_t bytes = 0;  // the first 8 bytes in memory order, zero after the end
+  std::memcpy(&bytes, k.id->data(), std::min<size_t>(8, k.id->size()));
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+  p.id_prefix = bytes;  // byte 0 already most significant
+#else
+  p.id_prefix = __builtin_bswap64(bytes);  // little-endian: make byte 0 most significant
+#endif
+  p.id = k.id;
+  p.whole_part = k.whole_part;
+  return p;
 }
 
 u128 LostWork(const Job& job, Time now) {

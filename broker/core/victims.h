@@ -5,6 +5,8 @@
 #ifndef TIDEGATE_BROKER_CORE_VICTIMS_H_
 #define TIDEGATE_BROKER_CORE_VICTIMS_H_
 
+#include <cstdint>
+#include <string>
 #include <vector>
 
 #include "broker/core/fraction.h"
@@ -46,6 +48,31 @@ struct CandidateKey {
   const std::string* id;  // key 7
   bool whole_part;     // an elastic job's shrink part comes before its whole part.
   bool operator<(const CandidateKey& o) const;
+};
+
+// A CandidateKey in a form that compares faster, in the same order. A search
+// over thousands of candidates spends most of its time comparing keys, and
+// in the common case every key but the id ties, so each comparison read the
+// two id strings. Here the small keys are packed into one word and the id's
+// first 8 bytes into a number (big-endian, zero-padded: a shorter id that is
+// a prefix of a longer one never compares greater, as with std::string);
+// the strings are read only when those bytes tie.
+struct PackedCandidateKey {
+  uint64_t head = 0;  // not_draining, list, outside_cluster, own_team, priority, not_shrinkable
+  u128 lost_work = 0;
+  Time neg_admitted_at = 0;
+  uint64_t id_prefix = 0;
+  const std::string* id = nullptr;
+  bool whole_part = false;
+  static PackedCandidateKey Of(const CandidateKey& key);
+  bool operator<(const PackedCandidateKey& o) const {
+    if (head != o.head) return head < o.head;
+    if (lost_work != o.lost_work) return lost_work < o.lost_work;
+    if (neg_admitted_at != o.neg_admitted_at) return neg_admitted_at < o.neg_admitted_at;
+    if (id_prefix != o.id_prefix) return id_prefix < o.id_prefix;
+    if (const int c = id->compare(*o.id); c != 0) return c < 0;
+    return whole_part < o.whole_part;
+  }
 };
 
 // The candidate's lost work at `now`: GPUs x (now - last checkpoint), the

@@ -33,33 +33,62 @@ int Lca(const State& s, int a, int b) {
 
 struct FsCandidate {
   int job;
-  CandidateKey key;
+  PackedCandidateKey key;  // CandidateKey's order, compared faster.
 };
 
-// One team's candidates, taken smallest key first. A binary heap, not a
-// sorted list: a search takes few of them, and sorting all (10,000 keys
-// whose ties fall through to the id) was most of its cost. Keys are a
-// strict total order (the id decides), so the order taken is the sorted one.
+// One team's candidates, taken smallest key first. Not a sorted list: a
+// search takes few of them, and sorting all (10,000 keys whose ties fall
+// through to the id) was most of its cost. Loaded unordered; the first front
+// is one scan for the smallest (most searches take one victim per team), and
+// only a look past the first take orders the rest into a binary heap. Keys
+// are a strict total order (the id decides), so the order taken is the
+// sorted one.
 class CandidateQueue {
  public:
   bool empty() const { return heap_.empty(); }
-  const FsCandidate& front() const { return heap_.front(); }
+  const FsCandidate& front() {
+    if (!heaped_ && taken_) {
+      std::make_heap(heap_.begin(), heap_.end(), Later);
+      heaped_ = true;
+    } else if (!heaped_ && !min_first_) {
+      auto min = std::min_element(heap_.begin(), heap_.end(),
+                                  [](const FsCandidate& a, const FsCandidate& b) { return a.key < b.key; });
+      std::iter_swap(heap_.begin(), min);
+      min_first_ = true;
+    }
+    return heap_.front();
+  }
   void pop_front() {
-    std::pop_heap(heap_.begin(), heap_.end(), Later);
+    front();  // orders what this take needs
+    if (heaped_) {
+      std::pop_heap(heap_.begin(), heap_.end(), Later);
+      heap_.pop_back();
+      return;
+    }
+    heap_.front() = heap_.back();
     heap_.pop_back();
+    min_first_ = false;
+    taken_ = true;  // the next front orders the rest into a heap.
   }
   void push_back(const FsCandidate& c) {
     heap_.push_back(c);
-    std::push_heap(heap_.begin(), heap_.end(), Later);
+    if (heaped_) {
+      std::push_heap(heap_.begin(), heap_.end(), Later);
+    } else {
+      min_first_ = false;
+    }
   }
-  void clear() { heap_.clear(); }
-  // Bulk load: append unordered, then Heapify once (linear).
-  void Append(const FsCandidate& c) { heap_.push_back(c); }
-  void Heapify() { std::make_heap(heap_.begin(), heap_.end(), Later); }
+  void clear() { *this = CandidateQueue(); }
+  // Bulk load, unordered.
+  void Append(const FsCandidate& c) { push_back(c); }
+  void Reserve(size_t n) { heap_.reserve(n); }
 
  private:
   static bool Later(const FsCandidate& a, const FsCandidate& b) { return b.key < a.key; }
   std::vector<FsCandidate> heap_;
+  bool heaped_ = false;     // heap_ is a heap (from the second take on)
+  bool taken_ = false;      // one was taken while unordered
+  bool min_first_ = false;  // unordered, but the smallest is in front
 };
 
 // The teams victims are taken from, in the target order of docs/policy.md §5
@@ -155,18 +184,24 @@ std::map<int, CandidateQueue> CollectCandidates(const State& s, const Job& J, in
     k.lost_work = opt.least_lost_work ? LostWork(c, s.now()) : 0;
     k.neg_admitted_at = -c.admitted_at;
     k.id = &c.id;
-    return k;
+    return PackedCandidateKey::Of(k);
   };
 
   std::map<int, CandidateQueue> by_team;
   if (pol.within_team != v1::WITHIN_TEAM_NEVER) {
+    CandidateQueue* q = nullptr;  // made for the first candidate only.
     for (int cj : s.node_state(t).running) {
       const Job& c = s.job(cj);
       if (!Eligible(s, c, contested)) continue;
       const bool allowed = pol.within_team == v1::WITHIN_TEAM_LOWER_PRIORITY
                                ? c.priority < J.priority
                                : c.priority < J.priority || (c.priority == J.priority && J.created_at < c.created_at);
-      if (allowed) by_team[t].Append({cj, key_for(c)});
+      if (!allowed) continue;
+      if (!q) {
+        q = &by_team[t];
+        q->Reserve(s.node_state(t).running.size());
+      }
+      q->Append({cj, key_for(c)});
     }
   }
   if (pol.reclaim != v1::RECLAIM_NEVER) {
@@ -190,13 +225,15 @@ std::map<int, CandidateQueue> CollectCandidates(const State& s, const Job& J, in
           const Job& cand = s.job(cj);
           if (!Eligible(s, cand, contested)) continue;
           if (pol.reclaim == v1::RECLAIM_LOWER_PRIORITY && cand.priority >= J.priority) continue;
-          if (!q) q = &by_team[c];
+          if (!q) {
+            q = &by_team[c];
+            q->Reserve(s.node_state(c).running.size());
+          }
           q->Append({cj, key_for(cand)});
         }
       }
     }
   }
-  for (auto& [team, q] : by_team) q.Heapify();
   return by_team;
 }
 
