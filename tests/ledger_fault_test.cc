@@ -378,10 +378,12 @@ TEST_F(LedgerFaultTest, ADeletedWalIsDetectedRatherThanLosingAcknowledgedWork) {
     // the loss is detected once the record caught up with the commits.
     const int64_t committed = LastJournalSeq(db_);
     ASSERT_GT(committed, 0);
-    ASSERT_TRUE(Eventually([&] {
-      absl::StatusOr<std::optional<int64_t>> acked = ledger::ReadAckedSeq(db_);
-      return acked.ok() && acked->value_or(0) >= committed;
-    }));
+    ASSERT_TRUE(testing::Eventually(
+        [&] {
+          absl::StatusOr<std::optional<int64_t>> acked = ledger::ReadAckedSeq(db_);
+          return acked.ok() && acked->value_or(0) >= committed;
+        },
+        std::chrono::seconds(15)));
     broker.Kill();  // the acknowledged admits are only in the WAL
   }
   ASSERT_TRUE(std::filesystem::remove(db_ + "-wal"));
