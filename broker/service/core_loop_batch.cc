@@ -19,6 +19,9 @@ using loop_internal::KindOf;
 
 }  // namespace
 
+// About 120 lines: one batch's steps in the order durability depends on
+// (apply and journal, job rows, accounting, snapshot, commit, publish,
+// answer), kept in one function so that order reads top to bottom.
 void CoreLoop::ApplyBatch(std::vector<Pending> batch) {
   const core::Time now = std::max(clock_->NowMs(), broker_->Now());
   const std::shared_ptr<const ReadModel> before = Published();
@@ -98,43 +101,7 @@ void CoreLoop::ApplyBatch(std::vector<Pending> batch) {
       if (!e.team.empty()) changed_teams.push_back(e.team);
     }
   }
-  // Query table rows for every job the batch touched.
-  for (const auto& id : touched) {
-    ledger::JobRow row;
-    auto view = broker_->GetJob(id);
-    // A retained ended job keeps the row written when it ended.
-    if (view && (view->state == v1::JOB_STATE_ENDED || view->state == v1::JOB_STATE_REJECTED)) view.reset();
-    if (view) {
-      row.job = id;
-      row.team = view->team;
-      row.cluster = view->cluster;
-      row.state = text::JobStateName(view->state);
-      row.created_at_ms = view->created_at;
-      row.admitted_at_ms = std::max<core::Time>(0, view->admitted_at);
-      row.reason = view->reason;
-      row.spec = view->spec.SerializeAsString();
-    } else {
-      auto it = last_event.find(id);
-      if (it == last_event.end()) continue;
-      const core::Event& e = *it->second;
-      if (e.type != core::EventType::kEnd && e.type != core::EventType::kReject) continue;
-      row.job = id;
-      row.team = e.team;
-      row.state = e.type == core::EventType::kEnd ? "ended" : "rejected";
-      row.ended_at_ms = now;
-      row.reason = e.reason;
-      // Keep what readers knew of it (cluster, created, admitted, spec).
-      if (auto prev = before->FindJob(id)) {
-        row.cluster = prev->cluster();
-        row.created_at_ms = prev->created_at_ms();
-        row.admitted_at_ms = prev->admitted_at_ms();
-        row.spec = prev->spec().SerializeAsString();
-        if (row.team.empty()) row.team = prev->team();
-      }
-    }
-    if (!row.team.empty()) changed_teams.push_back(row.team);
-    out.jobs.push_back(std::move(row));
-  }
+  AddJobRows(touched, last_event, *before, now, &out.jobs, &changed_teams);
   // Every batch is observed (usage is piecewise constant between batches);
   // rows are written about once a second, merged by the accountant.
   Account(now, now - last_accounting_ >= options_.accounting_every_ms || all_teams, &out.usage, &out.loans,
@@ -177,6 +144,48 @@ void CoreLoop::ApplyBatch(std::vector<Pending> batch) {
     answers.emplace_back(std::move(batch[i].done), Applied{std::move(results[i]), model});
   }
   QueueAnswers(std::move(answers), &touched);
+}
+
+void CoreLoop::AddJobRows(const std::vector<std::string>& touched,
+                          const absl::flat_hash_map<std::string, const core::Event*>& last_event,
+                          const ReadModel& before, core::Time now, std::vector<ledger::JobRow>* rows,
+                          std::vector<std::string>* changed_teams) const {
+  for (const auto& id : touched) {
+    ledger::JobRow row;
+    auto view = broker_->GetJob(id);
+    // A retained ended job keeps the row written when it ended.
+    if (view && (view->state == v1::JOB_STATE_ENDED || view->state == v1::JOB_STATE_REJECTED)) view.reset();
+    if (view) {
+      row.job = id;
+      row.team = view->team;
+      row.cluster = view->cluster;
+      row.state = text::JobStateName(view->state);
+      row.created_at_ms = view->created_at;
+      row.admitted_at_ms = std::max<core::Time>(0, view->admitted_at);
+      row.reason = view->reason;
+      row.spec = view->spec.SerializeAsString();
+    } else {
+      auto it = last_event.find(id);
+      if (it == last_event.end()) continue;
+      const core::Event& e = *it->second;
+      if (e.type != core::EventType::kEnd && e.type != core::EventType::kReject) continue;
+      row.job = id;
+      row.team = e.team;
+      row.state = e.type == core::EventType::kEnd ? "ended" : "rejected";
+      row.ended_at_ms = now;
+      row.reason = e.reason;
+      // Keep what readers knew of it (cluster, created, admitted, spec).
+      if (auto prev = before.FindJob(id)) {
+        row.cluster = prev->cluster();
+        row.created_at_ms = prev->created_at_ms();
+        row.admitted_at_ms = prev->admitted_at_ms();
+        row.spec = prev->spec().SerializeAsString();
+        if (row.team.empty()) row.team = prev->team();
+      }
+    }
+    if (!row.team.empty()) changed_teams->push_back(row.team);
+    rows->push_back(std::move(row));
+  }
 }
 
 void CoreLoop::CommitFailed(const absl::Status& failure, std::vector<Pending> batch, ledger::Batch refused,
