@@ -79,6 +79,9 @@ void Expect(const std::vector<Event>& events, EventType type, const char* what) 
     if (e.type == type) return;
   }
   std::fprintf(stderr, "benchmark precondition failed: %s (no %s event)\n", what, EventTypeName(type));
+  for (const Event& e : events) {
+    std::fprintf(stderr, "  got %s %s: %s\n", EventTypeName(e.type), e.job.c_str(), e.reason.c_str());
+  }
   std::abort();
 }
 
@@ -113,9 +116,14 @@ std::unique_ptr<Broker> BigState(Quantity spare) {
   std::unique_ptr<Broker> b = Create(BigTree(spare));
   for (int leaf = 0; leaf < kFanout * kFanout * kFanout; ++leaf) {
     const std::string team = Leaf(leaf);
-    for (int j = 0; j < kJobsPerLeaf; ++j) b->Apply(Submit(absl::StrCat(team, "#", j), team, 1), 0);
+    for (int j = 0; j < kJobsPerLeaf; ++j) {
+      Expect(b->Apply(Submit(absl::StrCat(team, "-", j), team, 1), 0), EventType::kAdmit, "big state: every job runs");
+    }
   }
-  if (b->ClusterUsed("k1", "gpu") != kFanout * kFanout * kFanout * kJobsPerLeaf) std::abort();
+  if (b->ClusterUsed("k1", "gpu") != kFanout * kFanout * kFanout * kJobsPerLeaf) {
+    std::fprintf(stderr, "big state: %lld GPUs used\n", static_cast<long long>(b->ClusterUsed("k1", "gpu")));
+    std::abort();
+  }
   return b;
 }
 
