@@ -1,5 +1,5 @@
 """A Python client of tidegated, shared by the elastic trainer and any other
-script: the gRPC stubs (generated from PROTOS under api/ with Debian's
+script: the gRPC stubs (generated from api/tidegate/v1/*.proto with Debian's
 protoc and grpc_python_plugin into a cache directory on first use, or taken
 from a directory given), and channels that connect as `tidegate` does
 (TLS, mTLS, bearer tokens; several brokers: the leader).
@@ -19,7 +19,7 @@ log = logging.getLogger("trainer")
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 DEFAULT_PROTO_DIR = os.path.normpath(os.path.join(HERE, "..", "..", "..", "api"))
-PROTOS = ("tidegate/v1/config.proto", "tidegate/internal/v1/journal.proto", "tidegate/v1/service.proto")
+PROTOS = ("tidegate/v1/config.proto", "tidegate/v1/service.proto")
 GRPC_PLUGIN = "/usr/bin/grpc_python_plugin"
 
 
