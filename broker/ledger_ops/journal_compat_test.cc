@@ -1,11 +1,13 @@
 // The ledger stores the core's commands and snapshots as binary protobuf
 // (tidegate.internal.v1, api/tidegate/internal/v1/journal.proto). Those
 // messages were once in the public package tidegate.v1, with the same field
-// numbers and types; tests/data/ledger-v1-journal/ledger.db was written by a
+// numbers and types; tests/data/ledger-v1-journal/ledger.sql is a ledger written by a
 // broker of that time (its make.sh says how). Today's code must read every
 // entry and snapshot of it and replay it to the state it stored.
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <map>
 #include <memory>
 #include <string>
@@ -14,6 +16,7 @@
 #include "broker/ledger_ops/verify_ledger.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "sqlite3.h"
 #include "ledger/store.h"
 #include "tidegate/internal/v1/journal.pb.h"
 
@@ -30,10 +33,22 @@ class JournalCompatTest : public ::testing::Test {
   void SetUp() override {
     const char* source = std::getenv("TIDEGATE_SOURCE_DIR");
     ASSERT_NE(source, nullptr) << "run through ctest (TIDEGATE_SOURCE_DIR)";
-    // A copy: opening a ledger writes beside it (WAL, LEDGER.acked).
+    // The ledger is kept as its SQL text (`sqlite3 .dump`: every blob byte as
+    // hex), so no database file is committed; it is rebuilt here in a
+    // directory of the test's own, where opening it writes beside it.
     path_ = ::testing::TempDir() + "/journal-compat-ledger.db";
     for (const char* suffix : {"", "-wal", "-shm", ".acked"}) std::filesystem::remove(path_ + suffix);
-    std::filesystem::copy_file(std::string(source) + "/tests/data/ledger-v1-journal/ledger.db", path_);
+    std::ifstream dump(std::string(source) + "/tests/data/ledger-v1-journal/ledger.sql");
+    ASSERT_TRUE(dump) << "tests/data/ledger-v1-journal/ledger.sql";
+    const std::string sql((std::istreambuf_iterator<char>(dump)), std::istreambuf_iterator<char>());
+    sqlite3* db = nullptr;
+    ASSERT_EQ(sqlite3_open(path_.c_str(), &db), SQLITE_OK);
+    char* error = nullptr;
+    const int rc = sqlite3_exec(db, sql.c_str(), nullptr, nullptr, &error);
+    const std::string message = error ? error : "";
+    sqlite3_free(error);
+    sqlite3_close(db);
+    ASSERT_EQ(rc, SQLITE_OK) << message;
     ledger::SqliteOptions options;
     options.create = false;
     auto store = ledger::OpenSqliteStore(path_, options);
