@@ -73,17 +73,23 @@ absl::Status Accountant::Observe(const Observation& obs) {
 
   // The rates of the new state, one resource (one tree) at a time.
   teams_.clear();
-  loans_.clear();
+  active_.clear();
+  trees_.clear();
+  leaf_node_.assign(obs.leaves.size(), {-1, -1});
+  inner_count_ = obs.inner.size();
   problems_.clear();
   std::set<std::string> resources;
   for (const LeafObservation& leaf : obs.leaves) resources.insert(leaf.resource);
   for (const InnerObservation& node : obs.inner) resources.insert(node.resource);
   for (const std::string& resource : resources) {
+    const int tree_index = static_cast<int>(trees_.size());
     std::vector<LoanNode> nodes;
     std::vector<int64_t> queued;  // per node; -1: unknown
     absl::flat_hash_map<std::string_view, int> index;
-    for (const LeafObservation& leaf : obs.leaves) {
+    for (size_t l = 0; l < obs.leaves.size(); ++l) {
+      const LeafObservation& leaf = obs.leaves[l];
       if (leaf.resource != resource) continue;
+      leaf_node_[l] = {tree_index, static_cast<int>(nodes.size())};
       index[leaf.team] = static_cast<int>(nodes.size());
       LoanNode n;
       n.team = leaf.team;
@@ -113,7 +119,7 @@ absl::Status Accountant::Observe(const Observation& obs) {
       queued.push_back(0);
       nodes.push_back(std::move(n));
     }
-    std::vector<std::string> parents;
+    std::vector<std::string_view> parents;
     for (const LeafObservation& leaf : obs.leaves) {
       if (leaf.resource == resource) parents.push_back(leaf.parent);
     }
@@ -146,26 +152,93 @@ absl::Status Accountant::Observe(const Observation& obs) {
     }
     std::optional<int64_t> capacity;
     if (auto c = obs.capacity.find(resource); c != obs.capacity.end()) capacity = c->second;
-    LoanAttribution loans = AttributeLoans(nodes, capacity, resource);
-    for (std::string& p : loans.problems) problems_.push_back(std::move(p));
-    for (size_t i = 0; i < nodes.size(); ++i) {
-      const NodeFigures& f = loans.nodes[i];
-      TeamRates& rates = teams_.emplace_back(TeamKey{nodes[i].team, resource}, TeamRates{}).second;
-      if (f.known) {
-        rates.used = static_cast<double>(f.jobs_used);
-        rates.borrowed = static_cast<double>(f.borrowed);
-        rates.lent = f.lent;
-      }
-      if (queued_known[i]) rates.queued = static_cast<double>(queued[i]);
+    const int n = static_cast<int>(nodes.size());
+    Tree& tree = trees_.emplace_back(Tree{resource, LoanTree(std::move(nodes), capacity, resource),
+                                          std::move(queued), std::move(queued_known), {}, {}, capacity});
+    tree.loans.Settle();
+    for (std::string& p : tree.loans.Problems()) problems_.push_back(std::move(p));
+    for (int i = 0; i < n; ++i) {
+      tree.slot.push_back(teams_.size());
+      teams_.emplace_back(TeamKey{tree.loans.node(i).team, resource}, TeamRates{});
+      SetRates(tree, i);
     }
-    auto name = [&](int lender) -> std::string {
-      return lender == kFleet ? kFleetLender : nodes[lender].team;
-    };
-    for (const LoanShare& loan : loans.loans) {
-      loans_[{nodes[loan.borrower].team, name(loan.lender), resource}] += loan.amount;
-    }
+    SetLoanRates(&tree);
   }
   return absl::OkStatus();
+}
+
+absl::Status Accountant::ObserveChanged(const Observation& obs, const std::vector<size_t>& changed_leaves) {
+  if (!held_since_ms_.has_value() || obs.now_ms < *held_since_ms_ || !problems_.empty() ||
+      obs.leaves.size() != leaf_node_.size() || obs.inner.size() != inner_count_) {
+    return Observe(obs);
+  }
+  // Everything the incremental path relies on, checked before anything changes.
+  for (size_t l : changed_leaves) {
+    if (l >= obs.leaves.size() || leaf_node_[l].first < 0) return Observe(obs);
+    const LeafObservation& leaf = obs.leaves[l];
+    const auto [t, v] = leaf_node_[l];
+    const LoanTree& loans = trees_[t].loans;
+    const int p = loans.node(v).parent;
+    if (leaf.resource != trees_[t].resource || leaf.team != loans.node(v).team ||
+        leaf.parent != (p >= 0 ? loans.node(p).team : std::string()) || leaf.used < 0 ||
+        leaf.guaranteed < 0 || leaf.lend_limit.value_or(0) < 0 || leaf.queued < 0) {
+      return Observe(obs);
+    }
+  }
+  Accumulate(*held_since_ms_, obs.now_ms);
+  held_since_ms_ = obs.now_ms;
+  for (size_t l : changed_leaves) {
+    const LeafObservation& leaf = obs.leaves[l];
+    const auto [t, v] = leaf_node_[l];
+    Tree& tree = trees_[t];
+    tree.loans.Set(v, leaf.guaranteed, leaf.lend_limit, leaf.used, false);
+    // The subtree totals above it move by the difference (all known and
+    // non-negative here, so a total that fits is the same in any order).
+    const int64_t old_queued = tree.queued[v];
+    for (int p = v; p >= 0; p = tree.loans.node(p).parent) {
+      if (!CheckedAdd(tree.queued[p] - old_queued, leaf.queued, &tree.queued[p])) {
+        return Observe(obs);  // Observe names the overflow; it rebuilds every tree
+      }
+    }
+  }
+  for (Tree& tree : trees_) {
+    std::optional<int64_t> capacity;
+    if (auto c = obs.capacity.find(tree.resource); c != obs.capacity.end()) capacity = c->second;
+    tree.loans.SetCapacity(capacity);
+    tree.capacity = capacity;
+    const bool had_loans = !tree.loan_rates.empty();
+    const std::vector<int> changed = tree.loans.Settle();
+    if (tree.loans.has_problems()) return Observe(obs);
+    for (int v : changed) SetRates(tree, v);
+    if (had_loans || tree.loans.has_loans()) SetLoanRates(&tree);
+  }
+  return absl::OkStatus();
+}
+
+void Accountant::SetRates(const Tree& tree, int node) {
+  const NodeFigures& f = tree.loans.figures(node);
+  TeamRates rates;
+  if (f.known) {
+    rates.used = static_cast<double>(f.jobs_used);
+    rates.borrowed = static_cast<double>(f.borrowed);
+    rates.lent = f.lent;
+  }
+  if (tree.queued_known[node]) rates.queued = static_cast<double>(tree.queued[node]);
+  const size_t slot = tree.slot[node];
+  teams_[slot].second = rates;
+  if (rates.used == 0 && rates.borrowed == 0 && rates.lent == 0 && rates.queued == 0) {
+    active_.erase(slot);
+  } else {
+    active_.insert(slot);
+  }
+}
+
+void Accountant::SetLoanRates(Tree* tree) {
+  tree->loan_rates.clear();
+  for (const LoanShare& loan : tree->loans.Loans()) {
+    const std::string& lender = loan.lender == kFleet ? kFleetLender : tree->loans.node(loan.lender).team;
+    tree->loan_rates[{tree->loans.node(loan.borrower).team, lender}] += loan.amount;
+  }
 }
 
 absl::Status Accountant::AdvanceTo(int64_t now_ms) {
@@ -185,19 +258,20 @@ void Accountant::Accumulate(int64_t from_ms, int64_t to_ms) {
     const int64_t hour = HourStart(start);
     const int64_t end = std::min(to_ms, hour + kHourMs);
     const double ms = static_cast<double>(end - start);
-    for (const auto& [key, rates] : teams_) {
-      if (rates.used == 0 && rates.borrowed == 0 && rates.lent == 0 && rates.queued == 0) continue;
+    for (size_t slot : active_) {
+      const auto& [key, rates] = teams_[slot];
       TeamRates& acc = usage_acc_[{key.first, key.second, hour}];
       acc.used += rates.used * ms;
       acc.borrowed += rates.borrowed * ms;
       acc.lent += rates.lent * ms;
       acc.queued += rates.queued * ms;
     }
-    if (!loans_.empty()) {
-      const std::string day = UtcDay(start);
-      for (const auto& [key, rate] : loans_) {
-        const auto& [borrower, lender, resource] = key;
-        loan_acc_[{borrower, lender, resource, day}] += rate * ms;
+    std::optional<std::string> day;  // formatted once, and only when something is lent
+    for (const Tree& tree : trees_) {
+      if (tree.loan_rates.empty()) continue;
+      if (!day.has_value()) day = UtcDay(start);
+      for (const auto& [key, rate] : tree.loan_rates) {
+        loan_acc_[{key.first, key.second, tree.resource, *day}] += rate * ms;
       }
     }
     start = end;

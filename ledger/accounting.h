@@ -34,6 +34,7 @@
 #include <tuple>
 #include <vector>
 
+#include "absl/container/btree_set.h"
 #include "absl/status/status.h"
 #include "ledger/accounting_loans.h"
 #include "ledger/store.h"
@@ -83,6 +84,15 @@ class Accountant {
   // -4 is negative; left out"); empty when everything was accounted.
   const std::vector<std::string>& problems() const { return problems_; }
 
+  // Observe(obs) when only the leaves at `changed_leaves` (indices into
+  // obs.leaves) may differ from the previous observation: the same teams in
+  // the same order, the same inner teams, at most the capacities and those
+  // leaves' figures changed. Recomputes only those leaves' paths of the
+  // tree (LoanTree) instead of the whole tree; the rows and problems are
+  // Observe's, to the bit. Whatever it cannot take that way (another tree, a
+  // figure left out now or before) it hands to Observe.
+  absl::Status ObserveChanged(const Observation& obs, const std::vector<size_t>& changed_leaves);
+
   // Accounts [previous time, now_ms) at the held state and keeps holding it
   // (for a periodic tick when nothing changed). A no-op before the first
   // Observe. INVALID_ARGUMENT when now_ms is before the previous time.
@@ -98,15 +108,32 @@ class Accountant {
     double used = 0, borrowed = 0, lent = 0, queued = 0;
   };
   using TeamKey = std::pair<std::string, std::string>;                // team, resource
-  using LoanKey = std::tuple<std::string, std::string, std::string>;  // borrower, lender, resource
   using UsageBucket = std::tuple<std::string, std::string, int64_t>;  // team, resource, hour
   using LoanBucket = std::tuple<std::string, std::string, std::string, std::string>;  // + day
 
+  // One resource's tree as last observed: leaves first (in obs.leaves'
+  // order), then inner teams (in obs.inner's).
+  struct Tree {
+    std::string resource;
+    LoanTree loans;
+    std::vector<int64_t> queued;  // per node, subtree totals
+    std::vector<bool> queued_known;
+    std::vector<size_t> slot;  // per node, index into teams_
+    std::map<std::pair<std::string, std::string>, double> loan_rates;  // borrower, lender
+    std::optional<int64_t> capacity;
+  };
+
   void Accumulate(int64_t from_ms, int64_t to_ms);
+  // teams_[slot] from the tree's figures of `node`; keeps active_ in step.
+  void SetRates(const Tree& tree, int node);
+  void SetLoanRates(Tree* tree);
 
   std::optional<int64_t> held_since_ms_;
   std::vector<std::pair<TeamKey, TeamRates>> teams_;  // one per (team, resource) observed
-  std::map<LoanKey, double> loans_;
+  absl::btree_set<size_t> active_;                    // teams_ with a non-zero rate
+  std::vector<Tree> trees_;                            // per resource, by name
+  std::vector<std::pair<int, int>> leaf_node_;         // per obs.leaves index: tree, node
+  size_t inner_count_ = 0;
   // Accumulated resource-milliseconds (exact for integer rates), converted
   // to seconds by TakeRows.
   std::map<UsageBucket, TeamRates> usage_acc_;

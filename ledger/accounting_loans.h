@@ -33,6 +33,7 @@
 #define TIDEGATE_LEDGER_ACCOUNTING_LOANS_H_
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -90,6 +91,46 @@ struct LoanAttribution {
 // problems.
 LoanAttribution AttributeLoans(const std::vector<LoanNode>& nodes, std::optional<int64_t> capacity,
                                const std::string& resource);
+
+// The same attribution kept between instants, for callers that change a few
+// nodes at a time (the accountant per batch, the read model per model). A
+// node's figures, what it passes up and the loans met at it depend only on
+// its own figures and its children's, so after Set() of a few nodes Settle()
+// recomputes those nodes and their ancestors, bottom up, from what their
+// children kept: the cost is the changed paths (each node on them reads its
+// children's sums and what they pass up) plus the loans, not the whole tree.
+// Every step is the one AttributeLoans takes (AttributeLoans is a LoanTree
+// settled once), in the same order, so the answers are the same to the bit.
+// Not thread-safe.
+class LoanTree {
+ public:
+  LoanTree(std::vector<LoanNode> nodes, std::optional<int64_t> capacity, std::string resource);
+  ~LoanTree();
+  LoanTree(LoanTree&&) noexcept;
+  LoanTree& operator=(LoanTree&&) noexcept;
+
+  int size() const;
+  const LoanNode& node(int v) const;
+  // Node v's own figures; its parent and leaf-ness stay. Settle() applies it.
+  void Set(int v, int64_t guaranteed, std::optional<int64_t> lend_limit, int64_t used, bool unknown);
+  void SetCapacity(std::optional<int64_t> capacity);
+  // Recomputes what the Sets since the last Settle changed. Returns the nodes
+  // whose figures may have changed (the changed paths, and every node whose
+  // lent was or is now non-zero); empty when nothing was set.
+  std::vector<int> Settle();
+
+  // As AttributeLoans answers for the nodes as set, once settled.
+  const NodeFigures& figures(int v) const;
+  double fleet_lent() const;
+  std::vector<LoanShare> Loans() const;  // in AttributeLoans' order
+  bool has_loans() const;
+  std::vector<std::string> Problems() const;
+  bool has_problems() const;
+
+ private:
+  class Impl;
+  std::unique_ptr<Impl> impl_;
+};
 
 }  // namespace tidegate::ledger
 

@@ -2,7 +2,11 @@
 // the fleet. Expected amounts written inline.
 #include "ledger/accounting_loans.h"
 
+#include <algorithm>
 #include <map>
+#include <optional>
+#include <random>
+#include <string>
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -187,6 +191,103 @@ TEST(AttributeLoansTest, ALeafWithAnImpossibleFigureNeitherLendsNorBorrows) {
   // bad counts as using its 8, so the fleet has nothing idle: b's 4 is over quota.
   EXPECT_THAT(LoanMap(nodes, a), (std::map<std::pair<std::string, std::string>, double>{
                                      {{"b", "(fleet)"}, 4}}));
+}
+
+// Every figure, loan and problem of `tree` equals AttributeLoans over
+// `nodes` (the tree's nodes as set), to the bit.
+void ExpectSameAsWholeTree(const LoanTree& tree, const std::vector<LoanNode>& nodes,
+                           std::optional<int64_t> capacity) {
+  const LoanAttribution whole = AttributeLoans(nodes, capacity, "gpu");
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    SCOPED_TRACE(nodes[i].team);
+    const NodeFigures& a = tree.figures(static_cast<int>(i));
+    const NodeFigures& b = whole.nodes[i];
+    EXPECT_EQ(a.known, b.known);
+    EXPECT_EQ(a.jobs_used, b.jobs_used);
+    EXPECT_EQ(a.policy_used, b.policy_used);
+    EXPECT_EQ(a.private_idle, b.private_idle);
+    EXPECT_EQ(a.borrowed, b.borrowed);
+    EXPECT_EQ(a.lent, b.lent);
+    EXPECT_EQ(a.pool_lent, b.pool_lent);
+  }
+  EXPECT_EQ(tree.fleet_lent(), whole.fleet_lent);
+  const std::vector<LoanShare> loans = tree.Loans();
+  ASSERT_EQ(loans.size(), whole.loans.size());
+  for (size_t i = 0; i < loans.size(); ++i) {
+    EXPECT_EQ(loans[i].borrower, whole.loans[i].borrower);
+    EXPECT_EQ(loans[i].lender, whole.loans[i].lender);
+    EXPECT_EQ(loans[i].meeting, whole.loans[i].meeting);
+    EXPECT_EQ(loans[i].amount, whole.loans[i].amount);
+  }
+  EXPECT_EQ(tree.Problems(), whole.problems);
+}
+
+TEST(LoanTreeTest, AChangeDeepInTheTreeReachesEveryAncestorAndTheRoot) {
+  // research (two levels below org) starts borrowing: ml's and org's sums,
+  // org's pool and serving across the root all change.
+  std::vector<LoanNode> nodes = ExampleTree(0, 0, 0);
+  LoanTree tree(nodes, 64, "gpu");
+  tree.Settle();
+  nodes[kResearch].used = 48;
+  tree.Set(kResearch, nodes[kResearch].guaranteed, nodes[kResearch].lend_limit, 48, false);
+  const std::vector<int> changed = tree.Settle();
+  for (int v : {kResearch, kMl, kOrg, kServing}) {
+    EXPECT_NE(std::find(changed.begin(), changed.end(), v), changed.end()) << nodes[v].team;
+  }
+  EXPECT_EQ(tree.figures(kOrg).jobs_used, 48);
+  EXPECT_EQ(tree.figures(kOrg).borrowed, 8);
+  EXPECT_DOUBLE_EQ(tree.figures(kServing).lent, 8);
+  ExpectSameAsWholeTree(tree, nodes, 64);
+}
+
+TEST(LoanTreeTest, SettlingChangedNodesAnswersAsAttributingTheWholeTree) {
+  // Random trees (up to four levels, pools, lend limits, the fleet) and
+  // random batches of changes, now and then an impossible figure.
+  std::mt19937 rng(20261126);
+  auto uniform = [&rng](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };
+  for (int round = 0; round < 60; ++round) {
+    SCOPED_TRACE(round);
+    const int n = uniform(2, 30);
+    std::vector<LoanNode> nodes(n);
+    std::vector<int> inner;
+    for (int i = 0; i < n; ++i) {
+      LoanNode& node = nodes[i];
+      node.team = "t" + std::to_string(i);
+      node.leaf = i == n - 1 || uniform(0, 3) > 0;
+      node.parent = inner.empty() || uniform(0, 4) == 0 ? -1 : inner[uniform(0, inner.size() - 1)];
+      node.guaranteed = uniform(0, node.leaf ? 20 : 60);
+      if (uniform(0, 2) == 0) node.lend_limit = uniform(0, 15);
+      if (node.leaf) node.used = uniform(0, 30);
+      if (!node.leaf) inner.push_back(i);
+    }
+    std::optional<int64_t> capacity;
+    if (uniform(0, 3) > 0) capacity = uniform(0, 400);
+    LoanTree tree(nodes, capacity, "gpu");
+    tree.Settle();
+    ExpectSameAsWholeTree(tree, nodes, capacity);
+    for (int batch = 0; batch < 40; ++batch) {
+      SCOPED_TRACE(batch);
+      for (int k = uniform(1, 3); k > 0; --k) {
+        const int v = uniform(0, n - 1);
+        LoanNode& node = nodes[v];
+        if (node.leaf) {
+          node.used = uniform(0, 10) == 0 ? -1 : uniform(0, 30);
+          if (uniform(0, 4) == 0) node.guaranteed = uniform(0, 20);
+        } else if (uniform(0, 2) == 0) {
+          node.guaranteed = uniform(0, 60);
+        }
+        if (uniform(0, 5) == 0) node.lend_limit = uniform(0, 1) ? std::optional<int64_t>(uniform(0, 15)) : std::nullopt;
+        tree.Set(v, node.guaranteed, node.lend_limit, node.used, node.unknown);
+      }
+      if (uniform(0, 9) == 0) {
+        capacity = uniform(0, 3) ? std::optional<int64_t>(uniform(0, 400)) : std::nullopt;
+        tree.SetCapacity(capacity);
+      }
+      tree.Settle();
+      ExpectSameAsWholeTree(tree, nodes, capacity);
+      if (::testing::Test::HasFailure()) return;
+    }
+  }
 }
 
 }  // namespace

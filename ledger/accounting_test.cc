@@ -2,6 +2,10 @@
 #include "ledger/accounting.h"
 
 #include <cmath>
+#include <optional>
+#include <random>
+#include <string>
+#include <tuple>
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -276,6 +280,87 @@ TEST(AccountantTest, AdvancingBeforeTheFirstObservationDoesNothing) {
   ASSERT_TRUE(accountant.Observe({0, {Leaf("a").Uses(1)}}).ok());  // earlier than the advance: fine
   ASSERT_TRUE(accountant.AdvanceTo(kMinute).ok());
   EXPECT_THAT(accountant.TakeRows().usage, ElementsAre(Usage("a", 0, 60, 60, 0, 0)));
+}
+
+TEST(AccountantTest, ObservingOnlyTheChangedLeavesWritesTheRowsOfObservingEveryTeam) {
+  // Two accountants see the same random trees (two resources, inner teams,
+  // pools, lend limits) through random batches across hours and days: one
+  // observes everything each time, the other only the leaves that changed.
+  // Rows and problems must be the same to the bit; now and then a figure
+  // that cannot be right (the whole-tree path) and then right again.
+  std::mt19937 rng(20261126);
+  auto uniform = [&rng](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };
+  for (int round = 0; round < 20; ++round) {
+    SCOPED_TRACE(round);
+    Observation obs;
+    obs.now_ms = kMar1 - kHour / 2;
+    std::vector<std::string> inner;
+    const int teams = uniform(1, 25);
+    for (int i = 0; i < teams; ++i) {
+      const std::string name = "t" + std::to_string(i);
+      const std::string parent = inner.empty() || uniform(0, 3) == 0 ? "" : inner[uniform(0, inner.size() - 1)];
+      const bool leaf = i == teams - 1 || uniform(0, 3) > 0;
+      for (const char* resource : {"gpu", "cpu"}) {
+        if (std::string(resource) == "cpu" && uniform(0, 2) > 0) continue;
+        std::optional<int64_t> lend_limit;
+        if (uniform(0, 2) == 0) lend_limit = uniform(0, 15);
+        if (!leaf) {
+          obs.inner.push_back({name, resource, uniform(0, 60), lend_limit, parent});
+          continue;
+        }
+        LeafObservation l;
+        l.team = name;
+        l.resource = resource;
+        l.guaranteed = uniform(0, 20);
+        l.lend_limit = lend_limit;
+        l.used = uniform(0, 30);
+        l.queued = uniform(0, 5);
+        l.parent = parent;
+        obs.leaves.push_back(l);
+      }
+      if (!leaf) inner.push_back(name);
+    }
+    obs.capacity["gpu"] = uniform(0, 500);
+    Accountant whole, changed;
+    ASSERT_TRUE(whole.Observe(obs).ok());
+    ASSERT_TRUE(changed.Observe(obs).ok());
+    for (int batch = 0; batch < 60; ++batch) {
+      SCOPED_TRACE(batch);
+      obs.now_ms += uniform(0, 3) == 0 ? uniform(0, 2 * kHour) : uniform(0, 5000);
+      std::vector<size_t> rows;
+      if (!obs.leaves.empty()) {
+        for (int k = uniform(1, 3); k > 0; --k) {
+          const size_t l = static_cast<size_t>(uniform(0, obs.leaves.size() - 1));
+          LeafObservation& leaf = obs.leaves[l];
+          leaf.used = uniform(0, 20) == 0 ? -2 : uniform(0, 30);
+          leaf.queued = uniform(0, 20) == 0 ? -1 : uniform(0, 5);
+          if (uniform(0, 5) == 0) leaf.guaranteed = uniform(0, 20);
+          rows.push_back(l);
+        }
+      }
+      if (uniform(0, 9) == 0) obs.capacity["gpu"] = uniform(0, 500);
+      ASSERT_TRUE(whole.Observe(obs).ok());
+      ASSERT_TRUE(changed.ObserveChanged(obs, rows).ok());
+      ASSERT_EQ(changed.problems(), whole.problems());
+      if (uniform(0, 4) > 0) continue;
+      const AccountingRows a = changed.TakeRows(), b = whole.TakeRows();
+      ASSERT_EQ(a.usage.size(), b.usage.size());
+      for (size_t i = 0; i < a.usage.size(); ++i) {
+        EXPECT_EQ(std::tie(a.usage[i].team, a.usage[i].resource, a.usage[i].hour_start_ms, a.usage[i].used,
+                           a.usage[i].borrowed, a.usage[i].lent, a.usage[i].queued),
+                  std::tie(b.usage[i].team, b.usage[i].resource, b.usage[i].hour_start_ms, b.usage[i].used,
+                           b.usage[i].borrowed, b.usage[i].lent, b.usage[i].queued));
+      }
+      ASSERT_EQ(a.loans.size(), b.loans.size());
+      for (size_t i = 0; i < a.loans.size(); ++i) {
+        EXPECT_EQ(std::tie(a.loans[i].borrower, a.loans[i].lender, a.loans[i].resource, a.loans[i].day,
+                           a.loans[i].amount),
+                  std::tie(b.loans[i].borrower, b.loans[i].lender, b.loans[i].resource, b.loans[i].day,
+                           b.loans[i].amount));
+      }
+      if (::testing::Test::HasFailure()) return;
+    }
+  }
 }
 
 }  // namespace
