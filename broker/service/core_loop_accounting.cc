@@ -85,7 +85,11 @@ void CoreLoop::Account(core::Time now, bool take_rows, std::vector<ledger::Usage
   // config or tide change (then changed_teams is null): re-reading just the
   // teams of the batch's jobs observes the same tree as re-reading all of
   // them, without the O(teams) reads per batch.
-  if (changed_teams == nullptr || !observed_valid_) {
+  // The accountant then recomputes only the changed leaves' paths of the
+  // loan tree (Accountant::ObserveChanged), not the whole tree per batch.
+  bool whole = changed_teams == nullptr || !observed_valid_;
+  std::vector<size_t> changed_rows;
+  if (whole) {
     ObserveAllTeams();
   } else {
     for (const std::string& name : *changed_teams) {
@@ -94,9 +98,11 @@ void CoreLoop::Account(core::Time now, bool take_rows, std::vector<ledger::Usage
       auto team = broker_->GetTeam(name);
       if (!team || team->resources.size() != rows->second.size()) {
         ObserveAllTeams();  // the tree changed under us: read it whole
+        whole = true;
         break;
       }
       for (size_t k = 0; k < rows->second.size(); ++k) {
+        changed_rows.push_back(rows->second[k]);
         ledger::LeafObservation& leaf = observed_.leaves[rows->second[k]];
         const core::TeamResourceView& r = team->resources[k];
         leaf.used = r.used;
@@ -110,8 +116,9 @@ void CoreLoop::Account(core::Time now, bool take_rows, std::vector<ledger::Usage
   obs.now_ms = now;
   obs.capacity.clear();
   for (const auto& resource : broker_->ResourceNames()) obs.capacity[resource] = broker_->TotalCapacity(resource);
-  if (auto s = accountant_.Observe(obs); !s.ok()) {
+  if (auto s = whole ? accountant_.Observe(obs) : accountant_.ObserveChanged(obs, changed_rows); !s.ok()) {
     spdlog::warn("accounting: {}", s.ToString());
+    observed_valid_ = false;  // the accountant did not take these leaves: the next batch reads all
     return;
   }
   // A figure left out is reported when it first appears, not every second.
