@@ -138,6 +138,7 @@ size_t ReadModel::ShardOf(const std::string& id) { return std::hash<std::string>
 std::shared_ptr<const ReadModel> ReadModel::Build(const core::Broker& broker, int64_t seq) {
   auto m = std::make_shared<ReadModel>();
   m->filled_ = std::make_shared<FilledTeams>();
+  m->team_figures_ = std::make_shared<TeamFiguresCache>();
   m->seq_ = seq;
   m->now_ms_ = broker.Now();
   std::vector<Shard> shards(kShards);
@@ -350,7 +351,11 @@ std::optional<v1::TeamInfo> ReadModel::TeamWithFigures(const std::string& name) 
   auto it = team_index_->find(name);
   if (it == team_index_->end()) return std::nullopt;
   v1::TeamInfo team = TeamAt(it->second);
-  ApplyTeamFigures(Filled().figures[it->second], &team);
+  const size_t i = static_cast<size_t>(it->second);
+  ApplyTeamFigures(team_figures_ ? team_figures_->Figures(config_, team_index_, team_chunks_, kTeamsPerChunk,
+                                                          team_count_, i)
+                                 : Filled().figures[i],
+                   &team);
   return team;
 }
 

@@ -6,8 +6,10 @@
 // teams in copy-on-write chunks, so a batch that touched a few jobs copies a
 // few shards and pages (a few hundred pointers), not 100,000 jobs nor one
 // pointer per shard or per team: the writer publishes a model per batch.
-// The team figures readers see (read_model_teams.h) need the whole tree; they
-// are computed once per model, on the first read that asks for them.
+// The team figures readers see (read_model_teams.h) need the whole tree: all
+// teams' are computed once per model, on the first read of all of them; one
+// team's (GetTeam) come from a cache kept along the lineage that re-reads
+// only the teams that changed since the model it last answered for.
 //
 // Jobs are kept as compact JobRecords (numbers, the spec serialized once,
 // team, cluster and resource names shared), not as v1::JobInfo messages:
@@ -33,6 +35,8 @@
 #include "tidegate/v1/service.pb.h"
 
 namespace tidegate::service {
+
+class TeamFiguresCache;
 
 // Team, cluster and resource names shared by the job records of every model
 // of one lineage (Build and the Updates after it). Only the writer interns;
@@ -157,6 +161,8 @@ class ReadModel {
   std::shared_ptr<const core::WaitPicture> waiting_;  // for ReasonNow.
   std::shared_ptr<NamePool> names_;  // shared along the lineage; only the writer interns
   std::shared_ptr<FilledTeams> filled_;  // never shared between models
+  // TeamWithFigures' figures, shared along the lineage (read_model_teams.h).
+  std::shared_ptr<TeamFiguresCache> team_figures_;
 };
 
 // Conversions from the core's views to the API's messages.

@@ -3,10 +3,15 @@
 // shares what did not change, and the team figures readers see.
 #include "broker/service/read_model.h"
 
+#include <algorithm>
+#include <memory>
+#include <random>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "broker/service/read_model_teams.h"
 #include "google/protobuf/text_format.h"
 #include "google/protobuf/util/message_differencer.h"
 #include "gtest/gtest.h"
@@ -153,6 +158,132 @@ TEST_F(ReadModelTest, TeamWithFiguresIsTheTeamAsTeamsFillsIt) {
   EXPECT_EQ(model->TeamWithFigures("research")->resources(0).borrowed(), 100);
   EXPECT_EQ(model->TeamWithFigures("org")->running_jobs(), 1);  // its subtree's
   EXPECT_FALSE(model->TeamWithFigures("nobody").has_value());
+}
+
+TEST_F(ReadModelTest, TeamWithFiguresFollowsUpdatesAndOlderModels) {
+  // The one-team figures come from a cache kept along the lineage: after
+  // updates, and when an older model is read after a newer one, they are
+  // still the figures Teams() computes for that model.
+  std::vector<std::shared_ptr<const ReadModel>> models{ReadModel::Build(*broker_, 1)};
+  const std::vector<std::pair<std::string, int64_t>> jobs = {
+      {"research", 300}, {"ops", 10}, {"training", 250}, {"ops", 200}, {"research", 50}};
+  for (size_t i = 0; i < jobs.size(); ++i) {
+    const auto touched = Submit(absl::StrCat("j", i), jobs[i].first, jobs[i].second);
+    models.push_back(ReadModel::Update(*models.back(), *broker_, static_cast<int64_t>(i) + 2, touched, false));
+  }
+  for (int pass = 0; pass < 2; ++pass) {
+    for (size_t m = models.size(); m-- > 0;) {  // newest first, then back again
+      for (const auto& t : models[m]->Teams()) {
+        auto one = models[m]->TeamWithFigures(t.name());
+        ASSERT_TRUE(one.has_value());
+        EXPECT_EQ(one->DebugString(), t.DebugString()) << "model " << m;
+      }
+    }
+  }
+  EXPECT_EQ(models.back()->TeamWithFigures("ops")->resources(0).borrowed(), 110);
+}
+
+// Random teams in chunks of 4, as ReadModel keeps them.
+class TeamFiguresCacheTest : public ::testing::Test {
+ protected:
+  std::shared_ptr<v1::TeamInfo> RandomTeam(const std::string& name, const std::string& parent, bool leaf) {
+    auto t = std::make_shared<v1::TeamInfo>();
+    t->set_name(name);
+    t->set_parent(parent);
+    t->set_leaf(leaf);
+    for (const char* resource : {"gpu", "cpu"}) {
+      if (std::string(resource) == "cpu" && Uniform(0, 2) > 0) continue;
+      v1::TeamResource* r = t->add_resources();
+      r->set_resource(resource);
+      r->set_guaranteed(Uniform(0, leaf ? 20 : 60));
+      if (Uniform(0, 2) == 0) r->set_lend_limit(Uniform(0, 15));
+    }
+    Churn(t.get());
+    return t;
+  }
+  // New use: what a batch changes.
+  void Churn(v1::TeamInfo* t) {
+    if (!t->leaf()) return;
+    t->set_running_jobs(Uniform(0, 5));
+    t->set_queued_jobs(Uniform(0, 5));
+    for (v1::TeamResource& r : *t->mutable_resources()) {
+      r.set_used(Uniform(0, 30));
+      r.set_queued(Uniform(0, 9));
+    }
+  }
+  static TeamChunks Chunk(const std::vector<std::shared_ptr<const v1::TeamInfo>>& teams) {
+    TeamChunks chunks;
+    for (size_t i = 0; i < teams.size(); i += kChunk) {
+      chunks.push_back(std::make_shared<const std::vector<std::shared_ptr<const v1::TeamInfo>>>(
+          teams.begin() + i, teams.begin() + std::min(teams.size(), i + kChunk)));
+    }
+    return chunks;
+  }
+  int Uniform(int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng_); }
+
+  static constexpr size_t kChunk = 4;
+  std::mt19937 rng_{20261126};
+};
+
+TEST_F(TeamFiguresCacheTest, OneTeamsFiguresAreComputeTeamFiguresOfThatModel) {
+  for (int round = 0; round < 20; ++round) {
+    SCOPED_TRACE(round);
+    auto config = std::make_shared<v1::Config>();
+    (*config->add_clusters()->mutable_capacity())["gpu"] = Uniform(0, 500);
+    const int n = Uniform(1, 30);
+    std::vector<std::shared_ptr<const v1::TeamInfo>> teams;
+    std::vector<std::string> inner;
+    for (int i = 0; i < n; ++i) {
+      const std::string name = absl::StrCat("t", i);
+      const bool leaf = Uniform(0, 3) > 0;
+      teams.push_back(RandomTeam(name, inner.empty() || Uniform(0, 3) == 0 ? "" : inner[Uniform(0, inner.size() - 1)], leaf));
+      if (!leaf) inner.push_back(name);
+    }
+    struct Model {
+      std::vector<std::shared_ptr<const v1::TeamInfo>> teams;
+      TeamChunks chunks;
+      std::shared_ptr<const void> identity;
+    };
+    std::vector<Model> models{{teams, Chunk(teams), std::make_shared<int>(0)}};
+    TeamFiguresCache cache;
+    for (int batch = 0; batch < 30; ++batch) {
+      SCOPED_TRACE(batch);
+      Model next = models.back();
+      if (Uniform(0, 9) == 0) next.identity = std::make_shared<int>(batch);  // a new team list
+      for (int k = Uniform(1, 3); k > 0; --k) {
+        const size_t i = static_cast<size_t>(Uniform(0, n - 1));
+        auto changed = std::make_shared<v1::TeamInfo>(*next.teams[i]);
+        Churn(changed.get());
+        if (Uniform(0, 5) == 0) changed->mutable_resources(0)->set_guaranteed(Uniform(0, 20));
+        next.teams[i] = changed;
+        auto chunk = std::make_shared<std::vector<std::shared_ptr<const v1::TeamInfo>>>(*next.chunks[i / kChunk]);
+        (*chunk)[i % kChunk] = changed;
+        next.chunks[i / kChunk] = chunk;
+      }
+      models.push_back(next);
+      // The newest model, then one at random (often older than where the cache is).
+      for (const Model* m : {&models.back(), &models[Uniform(0, models.size() - 1)]}) {
+        std::vector<const v1::TeamInfo*> infos;
+        for (const auto& t : m->teams) infos.push_back(t.get());
+        const std::vector<TeamFigures> want = ComputeTeamFigures(*config, infos);
+        for (int probe = 0; probe < 3; ++probe) {
+          const size_t i = static_cast<size_t>(Uniform(0, n - 1));
+          const TeamFigures got = cache.Figures(config, m->identity, m->chunks, kChunk, m->teams.size(), i);
+          SCOPED_TRACE(m->teams[i]->name());
+          EXPECT_EQ(got.inner, want[i].inner);
+          EXPECT_EQ(got.running_jobs, want[i].running_jobs);
+          EXPECT_EQ(got.queued_jobs, want[i].queued_jobs);
+          ASSERT_EQ(got.resources.size(), want[i].resources.size());
+          for (size_t k = 0; k < got.resources.size(); ++k) {
+            const TeamFigures::Resource &a = got.resources[k], &b = want[i].resources[k];
+            EXPECT_EQ(std::tie(a.queued, a.known, a.used, a.private_idle, a.borrowed, a.lent),
+                      std::tie(b.queued, b.known, b.used, b.private_idle, b.borrowed, b.lent));
+          }
+        }
+      }
+      if (::testing::Test::HasFailure()) return;
+    }
+  }
 }
 
 TEST_F(ReadModelTest, JobsAfterPagesThroughEveryJobInIdOrder) {
