@@ -162,15 +162,12 @@ class HttpEndpoint final : public service::SideServer {
     auto model = parts_.loop->Published();
     if (req.get_param_value("view") == "team") {
       const std::string name = req.get_param_value("name");
-      const v1::TeamInfo* team = model->FindTeam(name);
-      if (team == nullptr) {
+      const std::optional<v1::TeamInfo> team = model->TeamWithFigures(name);
+      if (!team.has_value()) {
         SendText(res, 404, absl::StrCat("no team '", name, "'\n"));
         return false;
       }
-      // FindTeam's figures are the core's; Teams() fills the reader's rules.
-      for (const auto& t : model->Teams()) {
-        if (t.name() == name) *out = TeamLive(*model, t, Extras(t));
-      }
+      *out = TeamLive(*model, *team, Extras(*team));
       return true;
     }
     *out = OverviewLive(*model, ReadableBy(req));
@@ -287,11 +284,10 @@ class HttpEndpoint final : public service::SideServer {
       const std::string name = req.get_param_value("name");
       if (!Allowed(req, res, kGetTeam, name)) return;
       auto model = parts_.loop->Published();
-      for (const auto& t : model->Teams()) {
-        if (t.name() != name) continue;
+      if (const std::optional<v1::TeamInfo> team = model->TeamWithFigures(name); team.has_value()) {
         SendPage(res, 200,
                  Page("Tidegate: team " + name, "/api/watch?view=team&name=" + UrlEncode(name),
-                      TeamLive(*model, t, Extras(t))));
+                      TeamLive(*model, *team, Extras(*team))));
         return;
       }
       SendPage(res, 404, MessagePage("No such team", absl::StrCat("the config has no team '", name, "'")));
