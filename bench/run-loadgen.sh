@@ -56,6 +56,10 @@ echo "tidegated RSS before: $(ps -o rss= -p "$pid") KiB"
 cpu_ticks() { awk '{print $14 + $15}' "/proc/$pid/stat"; }
 build/bin/tidegate-loadgen --server "$addr" --clients "$clients" --seconds "$seconds" "${client[@]}" "${@:3}" >"$dir/loadgen" 2>&1 &
 loadgen=$!
+# The no-op phase's CPU per Ping (gRPC's own cost of a call), from its first
+# progress line to the mix's first.
+while kill -0 "$loadgen" 2>/dev/null && ! grep -q "no-op baseline" "$dir/loadgen"; do sleep 0.05; done
+noop_ticks0=$(cpu_ticks); noop_t0=$(date +%s.%N)
 while kill -0 "$loadgen" 2>/dev/null && ! grep -q "admit/release/getteam" "$dir/loadgen"; do sleep 0.05; done
 ticks0=$(cpu_ticks); t0=$(date +%s.%N)
 status=0; wait "$loadgen" || status=$?
@@ -65,4 +69,7 @@ tr '\r' '\n' <"$dir/loadgen" | grep -Ev ": [0-9]+ s *$|^ *$" || true
 awk -v d="$(( ticks1 - ticks0 ))" -v hz="$(getconf CLK_TCK)" -v t0="$t0" -v t1="$t1" \
     -v rate="$(sed -n 's/.* calls\/s *\([0-9.]*\) decisions\/s.*/\1/p' "$dir/loadgen" | tail -n 1)" \
     'BEGIN { cores = d / hz / (t1 - t0); if (rate > 0) printf "tidegated CPU during the mix: %.2f cores, %.0f us per decision\n", cores, cores / rate * 1e6 }'
+awk -v d="$(( ticks0 - noop_ticks0 ))" -v hz="$(getconf CLK_TCK)" -v t0="$noop_t0" -v t1="$t0" \
+    -v rate="$(sed -n 's/^no-op Ping: *\([0-9.]*\) calls\/s.*/\1/p' "$dir/loadgen" | tail -n 1)" \
+    'BEGIN { cores = d / hz / (t1 - t0); if (rate > 0) printf "tidegated CPU during the no-op: %.2f cores, %.0f us per call\n", cores, cores / rate * 1e6 }'
 echo "tidegated RSS: $(ps -o rss= -p "$pid") KiB"

@@ -42,11 +42,12 @@ grpc::Status CheckJobId(const std::string& field, const std::string& id) {
 
 // The job as published (live or retained); its queue position (a scan of the
 // team's queue) only when asked for, since Admit is the hot path.
+// Built straight into the reply (moved, not copied).
 void FillJob(const ReadModel& model, const std::string& id, v1::JobInfo* out, bool with_position) {
-  if (auto j = model.FindJobAny(id)) {
-    *out = *j;
-    out->set_reason(model.ReasonNow(*j));
-    if (with_position) out->set_queue_position(model.QueuePosition(*j));
+  if (const JobRecord* r = model.FindRecord(id)) {
+    *out = r->ToInfo(id);
+    out->set_reason(model.ReasonNow(*out));
+    if (with_position) out->set_queue_position(model.QueuePosition(*out));
   }
 }
 
@@ -163,9 +164,9 @@ grpc::ServerUnaryReactor* AdmissionServiceImpl::Release(grpc::CallbackServerCont
     return reactor;
   }
   auto model = loop_->Published();
-  if (auto j = model->FindJobAny(id)) {
-    *resp->mutable_job() = *j;
-    if (Retained(*j)) {  // released already: releasing again changes nothing.
+  if (const JobRecord* r = model->FindRecord(id)) {
+    *resp->mutable_job() = r->ToInfo(id);
+    if (Retained(resp->job())) {  // released already: releasing again changes nothing.
       reactor->Finish(grpc::Status::OK);
       return reactor;
     }
@@ -192,12 +193,13 @@ grpc::ServerUnaryReactor* AdmissionServiceImpl::ReportCheckpoint(grpc::CallbackS
     reactor->Finish(bad);
     return reactor;
   }
-  auto known = loop_->Published()->FindJobAny(id);
+  auto model = loop_->Published();
+  const JobRecord* known = model->FindRecord(id);
   if (!known) {
     reactor->Finish(grpc::Status(grpc::StatusCode::NOT_FOUND, absl::StrCat("job '", id, "' is not known")));
     return reactor;
   }
-  if (Retained(*known)) {  // a late report of an ended job changes nothing.
+  if (known->state() == v1::JOB_STATE_ENDED || known->state() == v1::JOB_STATE_REJECTED) {  // a late report of an ended job changes nothing.
     reactor->Finish(grpc::Status::OK);
     return reactor;
   }
@@ -286,7 +288,7 @@ grpc::ServerUnaryReactor* AdmissionServiceImpl::GetJob(grpc::CallbackServerConte
     return reactor;
   }
   auto model = loop_->Published();
-  if (!model->FindJobAny(req->job())) {
+  if (!model->FindRecord(req->job())) {
     if (auto rejected = rejections_.Find(req->job(), model->now_ms())) {
       *resp = *std::move(rejected);
       reactor->Finish(grpc::Status::OK);
