@@ -91,13 +91,15 @@ grpc::ServerUnaryReactor* AdmissionServiceImpl::Admit(grpc::CallbackServerContex
   }
   internal::v1::Command cmd;
   *cmd.mutable_submit() = req->job();
-  loop_->Submit(std::move(cmd), [this, reactor, resp, id, spec = req->job()](absl::StatusOr<Applied> applied) {
+  // `req` stays valid until the reactor is finished (gRPC's callback API), so
+  // the answer reads the spec from it instead of keeping a copy per call.
+  loop_->Submit(std::move(cmd), [this, reactor, req, resp, id](absl::StatusOr<Applied> applied) {
     if (!applied.ok()) {
       reactor->Finish(ToGrpc(applied.status()));
       return;
     }
     if (const auto* e = FindEvent(*applied, id, core::EventType::kReject)) {
-      RememberRejection(spec, e->reason);
+      RememberRejection(req->job(), e->reason);
       reactor->Finish(grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, e->reason));
       return;
     }
