@@ -8,7 +8,8 @@
 # CONFIG=FILE runs the broker with another config (e.g. 10,000 teams; the
 # load generator admits into t0..t3 unless given --teams).
 # TIDEGATED=BINARY runs another broker binary (a "before" copy, to compare
-# back to back).
+# back to back); BROKER_FLAGS adds flags to it (e.g. "--snapshot-every
+# 100000000" to see the rates and p99 without snapshots on the writer).
 # SECURE=1 runs the broker as on a network: TLS (deploy/security/issue-certs.sh),
 # a roles file and a bearer token; the load generator is an admin by token.
 set -euo pipefail
@@ -45,7 +46,7 @@ if [ "${SECURE:-0}" = 1 ]; then
   secure=(--tls-cert "$dir/broker.crt" --tls-key "$dir/broker.key" --roles "$dir/roles.yaml" --tokens "$dir/tokens")
   client=(--ca "$dir/ca.crt" --token-file "$dir/token")
 fi
-"${TIDEGATED:-build/bin/tidegated}" --config "${CONFIG:-bench/loadgen.yaml}" --db "$db" --init --listen "$listen" --sync "${SYNC:-full}" "${secure[@]}" >"$dir/out" 2>"$dir/err" &
+"${TIDEGATED:-build/bin/tidegated}" --config "${CONFIG:-bench/loadgen.yaml}" --db "$db" --init --listen "$listen" --sync "${SYNC:-full}" "${secure[@]}" ${BROKER_FLAGS:-} >"$dir/out" 2>"$dir/err" &
 pid=$!
 for _ in $(seq 100); do grep -q "listening on [^ ]*$" "$dir/out" && break; sleep 0.1; done
 addr=$(sed -n 's/^tidegated listening on \([^ ]*\)$/\1/p' "$dir/out" | tail -n 1)
