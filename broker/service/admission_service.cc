@@ -201,7 +201,8 @@ grpc::ServerUnaryReactor* AdmissionServiceImpl::ReportCheckpoint(grpc::CallbackS
     reactor->Finish(grpc::Status(grpc::StatusCode::NOT_FOUND, absl::StrCat("job '", id, "' is not known")));
     return reactor;
   }
-  if (known->state() == v1::JOB_STATE_ENDED || known->state() == v1::JOB_STATE_REJECTED) {  // a late report of an ended job changes nothing.
+  // A late report of an ended job changes nothing.
+  if (known->state() == v1::JOB_STATE_ENDED || known->state() == v1::JOB_STATE_REJECTED) {
     reactor->Finish(grpc::Status::OK);
     return reactor;
   }
