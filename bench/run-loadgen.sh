@@ -8,7 +8,8 @@
 # CONFIG=FILE runs the broker with another config (e.g. 10,000 teams; the
 # load generator admits into t0..t3 unless given --teams).
 # TIDEGATED=BINARY runs another broker binary (a "before" copy, to compare
-# back to back).
+# back to back); BROKER_FLAGS adds flags to it (e.g. "--snapshot-every
+# 100000000" to see the rates and p99 without snapshots on the writer).
 # SECURE=1 runs the broker as on a network: TLS (deploy/security/issue-certs.sh),
 # a roles file and a bearer token; the load generator is an admin by token.
 set -euo pipefail
@@ -45,7 +46,7 @@ if [ "${SECURE:-0}" = 1 ]; then
   secure=(--tls-cert "$dir/broker.crt" --tls-key "$dir/broker.key" --roles "$dir/roles.yaml" --tokens "$dir/tokens")
   client=(--ca "$dir/ca.crt" --token-file "$dir/token")
 fi
-"${TIDEGATED:-build/bin/tidegated}" --config "${CONFIG:-bench/loadgen.yaml}" --db "$db" --init --listen "$listen" --sync "${SYNC:-full}" "${secure[@]}" >"$dir/out" 2>"$dir/err" &
+"${TIDEGATED:-build/bin/tidegated}" --config "${CONFIG:-bench/loadgen.yaml}" --db "$db" --init --listen "$listen" --sync "${SYNC:-full}" "${secure[@]}" ${BROKER_FLAGS:-} >"$dir/out" 2>"$dir/err" &
 pid=$!
 for _ in $(seq 100); do grep -q "listening on [^ ]*$" "$dir/out" && break; sleep 0.1; done
 addr=$(sed -n 's/^tidegated listening on \([^ ]*\)$/\1/p' "$dir/out" | tail -n 1)
@@ -56,6 +57,10 @@ echo "tidegated RSS before: $(ps -o rss= -p "$pid") KiB"
 cpu_ticks() { awk '{print $14 + $15}' "/proc/$pid/stat"; }
 build/bin/tidegate-loadgen --server "$addr" --clients "$clients" --seconds "$seconds" "${client[@]}" "${@:3}" >"$dir/loadgen" 2>&1 &
 loadgen=$!
+# The no-op phase's CPU per Ping (gRPC's own cost of a call), from its first
+# progress line to the mix's first.
+while kill -0 "$loadgen" 2>/dev/null && ! grep -q "no-op baseline" "$dir/loadgen"; do sleep 0.05; done
+noop_ticks0=$(cpu_ticks); noop_t0=$(date +%s.%N)
 while kill -0 "$loadgen" 2>/dev/null && ! grep -q "admit/release/getteam" "$dir/loadgen"; do sleep 0.05; done
 ticks0=$(cpu_ticks); t0=$(date +%s.%N)
 status=0; wait "$loadgen" || status=$?
@@ -65,4 +70,7 @@ tr '\r' '\n' <"$dir/loadgen" | grep -Ev ": [0-9]+ s *$|^ *$" || true
 awk -v d="$(( ticks1 - ticks0 ))" -v hz="$(getconf CLK_TCK)" -v t0="$t0" -v t1="$t1" \
     -v rate="$(sed -n 's/.* calls\/s *\([0-9.]*\) decisions\/s.*/\1/p' "$dir/loadgen" | tail -n 1)" \
     'BEGIN { cores = d / hz / (t1 - t0); if (rate > 0) printf "tidegated CPU during the mix: %.2f cores, %.0f us per decision\n", cores, cores / rate * 1e6 }'
+awk -v d="$(( ticks0 - noop_ticks0 ))" -v hz="$(getconf CLK_TCK)" -v t0="$noop_t0" -v t1="$t0" \
+    -v rate="$(sed -n 's/^no-op Ping: *\([0-9.]*\) calls\/s.*/\1/p' "$dir/loadgen" | tail -n 1)" \
+    'BEGIN { cores = d / hz / (t1 - t0); if (rate > 0) printf "tidegated CPU during the no-op: %.2f cores, %.0f us per call\n", cores, cores / rate * 1e6 }'
 echo "tidegated RSS: $(ps -o rss= -p "$pid") KiB"

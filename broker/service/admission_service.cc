@@ -42,11 +42,12 @@ grpc::Status CheckJobId(const std::string& field, const std::string& id) {
 
 // The job as published (live or retained); its queue position (a scan of the
 // team's queue) only when asked for, since Admit is the hot path.
+// Built straight into the reply (moved, not copied).
 void FillJob(const ReadModel& model, const std::string& id, v1::JobInfo* out, bool with_position) {
-  if (auto j = model.FindJobAny(id)) {
-    *out = *j;
-    out->set_reason(model.ReasonNow(*j));
-    if (with_position) out->set_queue_position(model.QueuePosition(*j));
+  if (const JobRecord* r = model.FindRecord(id)) {
+    *out = r->ToInfo(id);
+    out->set_reason(model.ReasonNow(*out));
+    if (with_position) out->set_queue_position(model.QueuePosition(*out));
   }
 }
 
@@ -90,13 +91,15 @@ grpc::ServerUnaryReactor* AdmissionServiceImpl::Admit(grpc::CallbackServerContex
   }
   internal::v1::Command cmd;
   *cmd.mutable_submit() = req->job();
-  loop_->Submit(std::move(cmd), [this, reactor, resp, id, spec = req->job()](absl::StatusOr<Applied> applied) {
+  // `req` stays valid until the reactor is finished (gRPC's callback API), so
+  // the answer reads the spec from it instead of keeping a copy per call.
+  loop_->Submit(std::move(cmd), [this, reactor, req, resp, id](absl::StatusOr<Applied> applied) {
     if (!applied.ok()) {
       reactor->Finish(ToGrpc(applied.status()));
       return;
     }
     if (const auto* e = FindEvent(*applied, id, core::EventType::kReject)) {
-      RememberRejection(spec, e->reason);
+      RememberRejection(req->job(), e->reason);
       reactor->Finish(grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, e->reason));
       return;
     }
@@ -163,9 +166,9 @@ grpc::ServerUnaryReactor* AdmissionServiceImpl::Release(grpc::CallbackServerCont
     return reactor;
   }
   auto model = loop_->Published();
-  if (auto j = model->FindJobAny(id)) {
-    *resp->mutable_job() = *j;
-    if (Retained(*j)) {  // released already: releasing again changes nothing.
+  if (const JobRecord* r = model->FindRecord(id)) {
+    *resp->mutable_job() = r->ToInfo(id);
+    if (Retained(resp->job())) {  // released already: releasing again changes nothing.
       reactor->Finish(grpc::Status::OK);
       return reactor;
     }
@@ -192,12 +195,14 @@ grpc::ServerUnaryReactor* AdmissionServiceImpl::ReportCheckpoint(grpc::CallbackS
     reactor->Finish(bad);
     return reactor;
   }
-  auto known = loop_->Published()->FindJobAny(id);
+  auto model = loop_->Published();
+  const JobRecord* known = model->FindRecord(id);
   if (!known) {
     reactor->Finish(grpc::Status(grpc::StatusCode::NOT_FOUND, absl::StrCat("job '", id, "' is not known")));
     return reactor;
   }
-  if (Retained(*known)) {  // a late report of an ended job changes nothing.
+  // A late report of an ended job changes nothing.
+  if (known->state() == v1::JOB_STATE_ENDED || known->state() == v1::JOB_STATE_REJECTED) {
     reactor->Finish(grpc::Status::OK);
     return reactor;
   }
@@ -286,7 +291,7 @@ grpc::ServerUnaryReactor* AdmissionServiceImpl::GetJob(grpc::CallbackServerConte
     return reactor;
   }
   auto model = loop_->Published();
-  if (!model->FindJobAny(req->job())) {
+  if (!model->FindRecord(req->job())) {
     if (auto rejected = rejections_.Find(req->job(), model->now_ms())) {
       *resp = *std::move(rejected);
       reactor->Finish(grpc::Status::OK);

@@ -33,9 +33,9 @@ CallScope LookedUpJobScope(CoreLoop* loop, const AdmissionServiceImpl* admission
   CallScope scope;
   scope.job = job;
   auto model = loop->Published();
-  if (auto info = model->FindJobAny(job)) {
-    scope.team = info->team();
-    scope.cluster = info->cluster();
+  if (const JobRecord* record = model->FindRecord(job)) {  // no JobInfo built: only its names are needed
+    scope.team = record->team();
+    scope.cluster = record->cluster();
   } else if (auto rejected = admission->rejections().Find(job, model->now_ms())) {
     scope.team = rejected->team();
     scope.cluster = rejected->cluster();

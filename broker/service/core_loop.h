@@ -167,10 +167,13 @@ class CoreLoop {
   // The query-table row of every job in `touched`, from the core's view, or
   // for a job that ended or was rejected in this batch, from its last event
   // and what readers knew of it (`before`); each row's team joins
-  // `changed_teams`.
+  // `changed_teams`. The read-model record of each job the core still
+  // knows goes to `records` (the next model takes it, so each job's view is
+  // read and its spec serialized once per batch).
   void AddJobRows(const std::vector<std::string>& touched,
                   const absl::flat_hash_map<std::string, const core::Event*>& last_event, const ReadModel& before,
-                  core::Time now, std::vector<ledger::JobRow>* rows, std::vector<std::string>* changed_teams) const;
+                  core::Time now, std::vector<ledger::JobRow>* rows, std::vector<std::string>* changed_teams,
+                  ReadModel::Records* records) const;
   // The commit-failure path: answers the batch UNAVAILABLE, keeps its usage
   // rows for the next commit, reloads the core from the ledger.
   void CommitFailed(const absl::Status& failure, std::vector<Pending> batch, ledger::Batch refused, core::Time now);

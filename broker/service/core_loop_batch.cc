@@ -101,7 +101,8 @@ void CoreLoop::ApplyBatch(std::vector<Pending> batch) {
       if (!e.team.empty()) changed_teams.push_back(e.team);
     }
   }
-  AddJobRows(touched, last_event, *before, now, &out.jobs, &changed_teams);
+  ReadModel::Records records;
+  AddJobRows(touched, last_event, *before, now, &out.jobs, &changed_teams, &records);
   // Every batch is observed (usage is piecewise constant between batches);
   // rows are written about once a second, merged by the accountant.
   Account(now, now - last_accounting_ >= options_.accounting_every_ms || all_teams, &out.usage, &out.loans,
@@ -130,7 +131,8 @@ void CoreLoop::ApplyBatch(std::vector<Pending> batch) {
   for (auto& id : quiet) {
     if (seen.insert(id).second) touched.push_back(std::move(id));
   }
-  auto model = ReadModel::Update(*before, *broker_, seq_, touched, all_teams);
+  // The core is as AddJobRows read it: the records made there are current.
+  auto model = ReadModel::Update(*before, *broker_, seq_, touched, all_teams, &records);
   {
     absl::MutexLock lock(&mu_);
     published_ = model;
@@ -149,10 +151,12 @@ void CoreLoop::ApplyBatch(std::vector<Pending> batch) {
 void CoreLoop::AddJobRows(const std::vector<std::string>& touched,
                           const absl::flat_hash_map<std::string, const core::Event*>& last_event,
                           const ReadModel& before, core::Time now, std::vector<ledger::JobRow>* rows,
-                          std::vector<std::string>* changed_teams) const {
+                          std::vector<std::string>* changed_teams, ReadModel::Records* records) const {
   for (const auto& id : touched) {
     ledger::JobRow row;
     auto view = broker_->GetJob(id);
+    std::shared_ptr<const JobRecord> record;
+    if (view) record = (*records)[id] = before.MakeRecord(*view);
     // A retained ended job keeps the row written when it ended.
     if (view && (view->state == v1::JOB_STATE_ENDED || view->state == v1::JOB_STATE_REJECTED)) view.reset();
     if (view) {
@@ -163,7 +167,7 @@ void CoreLoop::AddJobRows(const std::vector<std::string>& touched,
       row.created_at_ms = view->created_at;
       row.admitted_at_ms = std::max<core::Time>(0, view->admitted_at);
       row.reason = view->reason;
-      row.spec = view->spec.SerializeAsString();
+      row.spec = record->SerializedSpec();  // the record serialized it already
     } else {
       auto it = last_event.find(id);
       if (it == last_event.end()) continue;
@@ -174,12 +178,14 @@ void CoreLoop::AddJobRows(const std::vector<std::string>& touched,
       row.state = e.type == core::EventType::kEnd ? "ended" : "rejected";
       row.ended_at_ms = now;
       row.reason = e.reason;
-      // Keep what readers knew of it (cluster, created, admitted, spec).
-      if (auto prev = before.FindJob(id)) {
+      // Keep what readers knew of it (cluster, created, admitted, spec) while
+      // it was live, from its record as kept (no JobInfo built, no parsing).
+      const JobRecord* prev = before.FindRecord(id);
+      if (prev && prev->state() != v1::JOB_STATE_ENDED && prev->state() != v1::JOB_STATE_REJECTED) {
         row.cluster = prev->cluster();
         row.created_at_ms = prev->created_at_ms();
         row.admitted_at_ms = prev->admitted_at_ms();
-        row.spec = prev->spec().SerializeAsString();
+        row.spec = prev->SerializedSpec();
         if (row.team.empty()) row.team = prev->team();
       }
     }

@@ -179,8 +179,13 @@ void ReadModel::RebuildTeams(const core::Broker& broker) {
   team_index_ = std::move(index);
 }
 
+std::shared_ptr<const JobRecord> ReadModel::MakeRecord(const core::JobView& view) const {
+  return std::make_shared<const JobRecord>(view, names_.get());
+}
+
 std::shared_ptr<const ReadModel> ReadModel::Update(const ReadModel& prev, const core::Broker& broker, int64_t seq,
-                                                   const std::vector<std::string>& touched_jobs, bool all_teams) {
+                                                   const std::vector<std::string>& touched_jobs, bool all_teams,
+                                                   const Records* made) {
   auto m = std::make_shared<ReadModel>(prev);
   m->filled_ = std::make_shared<FilledTeams>();  // the figures of `prev` are not this model's
   m->seq_ = seq;
@@ -198,9 +203,16 @@ std::shared_ptr<const ReadModel> ReadModel::Update(const ReadModel& prev, const 
     Shard& shard = *it->second;
     std::string team;
     if (auto old = shard.find(id); old != shard.end()) team = old->second->team();
-    if (auto view = broker.GetJob(id)) {
-      team = view->team;
-      shard[id] = std::make_shared<const JobRecord>(*view, m->names_.get());
+    std::shared_ptr<const JobRecord> record;
+    if (made != nullptr) {
+      if (auto found = made->find(id); found != made->end()) record = found->second;
+    }
+    if (!record) {
+      if (auto view = broker.GetJob(id)) record = m->MakeRecord(*view);
+    }
+    if (record) {
+      team = record->team();
+      shard[id] = std::move(record);
     } else {
       shard.erase(id);  // its retention ended: the ledger's jobs table keeps its history.
     }

@@ -64,8 +64,12 @@ class JobRecord {
   const std::string& team() const { return *team_; }
   const std::string& cluster() const { return *cluster_; }
   v1::JobState state() const { return state_; }
-  int32_t priority() const { return priority_; }
-  int64_t created_at_ms() const { return created_at_ms_; }
+  int32_t priority() const { return whole_ ? whole_->priority() : priority_; }
+  int64_t created_at_ms() const { return whole_ ? whole_->created_at_ms() : created_at_ms_; }
+  int64_t admitted_at_ms() const { return whole_ ? whole_->admitted_at_ms() : admitted_at_ms_; }
+  // The spec as ToInfo(id).spec(), serialized: the bytes kept, without
+  // parsing them (the job rows of the ledger store it so).
+  std::string SerializedSpec() const { return whole_ ? whole_->spec().SerializeAsString() : spec_; }
 
  private:
   const std::string* team_;
@@ -95,13 +99,22 @@ class ReadModel {
   static constexpr int kPages = kShards / kShardsPerPage;
   static constexpr int kTeamsPerChunk = 64;
   using Shard = absl::flat_hash_map<std::string, std::shared_ptr<const JobRecord>>;
+  // Records the writer made from the core's views before an Update (for the
+  // ledger's job rows), by id, so Update does not read and convert them again.
+  using Records = absl::flat_hash_map<std::string, std::shared_ptr<const JobRecord>>;
 
   // The first model: every job and team of `broker`.
   static std::shared_ptr<const ReadModel> Build(const core::Broker& broker, int64_t seq);
   // The next model: `prev` with the given jobs and every team on their paths
-  // re-read from `broker` (all teams when `all_teams`).
+  // re-read from `broker` (all teams when `all_teams`). A job found in
+  // `made` takes that record, which must be MakeRecord of the broker's
+  // current view of it; the others are read from `broker`.
   static std::shared_ptr<const ReadModel> Update(const ReadModel& prev, const core::Broker& broker, int64_t seq,
-                                                 const std::vector<std::string>& touched_jobs, bool all_teams);
+                                                 const std::vector<std::string>& touched_jobs, bool all_teams,
+                                                 const Records* made = nullptr);
+  // A record of `view` for a model of this lineage (its names interned in
+  // the lineage's pool). Writer thread only: it adds to the shared pool.
+  std::shared_ptr<const JobRecord> MakeRecord(const core::JobView& view) const;
 
   int64_t seq() const { return seq_; }
   core::Time now_ms() const { return now_ms_; }

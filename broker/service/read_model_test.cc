@@ -144,6 +144,45 @@ TEST_F(ReadModelTest, EveryJobReadsAsTheJobInfoOfTheCoresView) {
   EXPECT_EQ(model->FindJobAny("rejected")->state(), v1::JOB_STATE_REJECTED);
 }
 
+// The writer builds ledger rows from records without building a JobInfo
+// (the ended row from the record readers had, the spec from its kept bytes),
+// and hands the records it made to Update: the record's own fields must be
+// those of its JobInfo in both forms (compact, and whole for a rejected job),
+// and an Update given the records must read as one that made them itself.
+TEST_F(ReadModelTest, ARecordsFieldsAndSpecBytesAreThoseOfItsJobInfo) {
+  Submit("admitted", "research", 300);
+  Submit("queued", "ops", 900);
+  now_ += 5000;
+  Submit("rejected", "no-such-team", 1);
+  auto model = ReadModel::Build(*broker_, 1);
+  ReadModel::Records made;
+  for (const std::string id : {"admitted", "queued", "rejected"}) {
+    made[id] = model->MakeRecord(*broker_->GetJob(id));
+  }
+  auto updated = ReadModel::Update(*model, *broker_, 2, {"admitted", "queued", "rejected"}, false, &made);
+  for (const auto* m : {model.get(), updated.get()}) {
+    for (const std::string id : {"admitted", "queued", "rejected"}) {
+      const JobRecord* r = m->FindRecord(id);
+      ASSERT_NE(r, nullptr) << id;
+      const v1::JobInfo info = r->ToInfo(id);
+      EXPECT_TRUE(google::protobuf::util::MessageDifferencer::Equals(info, ToJobInfo(*broker_->GetJob(id), nullptr)))
+          << id;
+      EXPECT_EQ(r->team(), info.team()) << id;
+      EXPECT_EQ(r->cluster(), info.cluster()) << id;
+      EXPECT_EQ(r->state(), info.state()) << id;
+      EXPECT_EQ(r->priority(), info.priority()) << id;
+      EXPECT_EQ(r->created_at_ms(), info.created_at_ms()) << id;
+      EXPECT_EQ(r->admitted_at_ms(), info.admitted_at_ms()) << id;
+      v1::JobSpec spec;
+      ASSERT_TRUE(spec.ParseFromString(r->SerializedSpec())) << id;
+      EXPECT_TRUE(google::protobuf::util::MessageDifferencer::Equals(spec, info.spec())) << id;
+    }
+  }
+  EXPECT_GT(model->FindRecord("rejected")->created_at_ms(), 1'000'000);
+  EXPECT_GT(model->FindRecord("admitted")->admitted_at_ms(), 0);
+  EXPECT_EQ(updated->FindRecord("queued"), made["queued"].get());  // taken, not made again
+}
+
 TEST_F(ReadModelTest, TeamWithFiguresIsTheTeamAsTeamsFillsIt) {
   Submit("r1", "research", 300);  // borrows 100 of org's idle guarantee
   Submit("o1", "ops", 10);

@@ -9,6 +9,7 @@
 #include <iostream>
 #include <mutex>
 
+#include "absl/synchronization/mutex.h"
 #include "api/yaml_loader.h"
 #include "broker/core/config.h"
 #include "broker/service/agent_service.h"
@@ -36,6 +37,12 @@ namespace tidegate::service {
 int RunServer(const ServerOptions& options, const SideServerFactory& side, const StandbySideFactory& standby_side) {
   // Logs go to stderr; stdout carries only the "listening on" line.
   spdlog::set_default_logger(spdlog::stderr_color_mt("tidegated"));
+  // The system's Abseil is built with lock-order (deadlock) tracking on: every
+  // Mutex lock took a global graph's lock and every destroyed Mutex (gRPC
+  // makes some per call) left it, about 1 % of the broker's CPU under load.
+  // That tracking is a debugging aid (unit tests of the loop, which do not
+  // start a server, keep it).
+  absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);
   v1::Config config;
   if (auto s = api::LoadYamlFile(options.config_path, &config); !s.ok()) {
     std::cerr << "tidegated: " << s.message() << "\n";
