@@ -377,10 +377,8 @@ void BM_DecisionTideCalendar(benchmark::State& state) {
   Expect(b->Apply(Submit("probe", "t0", 1), now), EventType::kAdmit, "small job admitted");
   b->Apply(Finish("probe"), now);
   for (auto _ : state) {
-    const std::string id = absl::StrCat("d", i);
-    const std::string team = absl::StrCat("t", i++ % kTeams);
-    benchmark::DoNotOptimize(b->Apply(Submit(id, team, 1), now));
-    benchmark::DoNotOptimize(b->Apply(Finish(id), now));
+    DecisionWithFinish(*b, absl::StrCat("d", i), absl::StrCat("t", i % kTeams), 1, now);
+    ++i;
     now += 60 * kSec;
   }
   state.SetItemsProcessed(state.iterations());

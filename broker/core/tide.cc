@@ -1,6 +1,8 @@
 #include "broker/core/tide.h"
 
 #include <algorithm>
+#include <iterator>
+#include <limits>
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/civil_time.h"
@@ -201,6 +203,7 @@ void TideIndex::Refresh(const TideCalendar& calendar, Time t) {
     }
   }
   if (!changed) return;
+  ++windows_version_;
   boundaries_.clear();
   for (const auto& team : windows_) {
     for (const auto& rule : team) {
@@ -213,9 +216,13 @@ void TideIndex::Refresh(const TideCalendar& calendar, Time t) {
   std::sort(boundaries_.begin(), boundaries_.end());
 }
 
-TideActive TideIndex::ActiveRules(const TideCalendar& calendar, Time t) {
+std::shared_ptr<const TideActive> TideIndex::SharedActiveRules(const TideCalendar& calendar, Time t) {
   Refresh(calendar, t);
-  TideActive active(windows_.size());
+  for (const Answer& a : answers_) {
+    if (a.version == windows_version_ && a.from <= t && t < a.to) return a.active;
+  }
+  auto shared = std::make_shared<TideActive>(windows_.size());
+  TideActive& active = *shared;
   for (size_t i = 0; i < windows_.size(); ++i) {
     active[i].assign(windows_[i].size(), false);
     for (size_t k = 0; k < windows_[i].size(); ++k) {
@@ -224,7 +231,15 @@ TideActive TideIndex::ActiveRules(const TideCalendar& calendar, Time t) {
       }
     }
   }
-  return active;
+  // [from, to): the instants of boundaries_ around t (the whole line when
+  // there are none on a side).
+  auto next = std::upper_bound(boundaries_.begin(), boundaries_.end(), t);
+  const Time to = next == boundaries_.end() ? std::numeric_limits<Time>::max() : *next;
+  const Time from = next == boundaries_.begin() ? std::numeric_limits<Time>::min() : *std::prev(next);
+  constexpr size_t kAnswersKept = 2;
+  if (answers_.size() >= kAnswersKept) answers_.erase(answers_.begin());
+  answers_.push_back({windows_version_, from, to, shared});
+  return shared;
 }
 
 std::optional<Time> TideIndex::NextBoundary(const TideCalendar& calendar, Time after) {
