@@ -190,20 +190,36 @@ void TideIndex::Refresh(const TideCalendar& calendar, Time t) {
       }
     }
   }
-  bool changed = false;
-  for (Zone& zone : zones_) {
-    const absl::CivilDay today = absl::ToCivilDay(absl::FromUnixMillis(t), zone.tz);
-    if (zone.day == today) continue;
-    zone.day = today;
-    changed = true;
+  std::vector<std::optional<absl::CivilDay>> days(zones_.size());
+  bool same = true;
+  for (size_t z = 0; z < zones_.size(); ++z) {
+    days[z] = absl::ToCivilDay(absl::FromUnixMillis(t), zones_[z].tz);
+    same = same && zones_[z].day == days[z];
+  }
+  if (same) return;
+  Days current{{}, std::move(windows_), std::move(boundaries_), windows_version_};
+  for (const Zone& zone : zones_) current.days.push_back(zone.day);
+  if (previous_.days == days) {  // back to the days before: swap them in.
+    windows_ = std::move(previous_.windows);
+    boundaries_ = std::move(previous_.boundaries);
+    windows_version_ = previous_.version;
+    for (size_t z = 0; z < zones_.size(); ++z) zones_[z].day = days[z];
+    previous_ = std::move(current);
+    return;
+  }
+  previous_ = current;  // a copy: the zones whose day stays keep their windows.
+  windows_ = std::move(current.windows);
+  for (size_t z = 0; z < zones_.size(); ++z) {
+    Zone& zone = zones_[z];
+    if (zone.day == days[z]) continue;
+    zone.day = days[z];
     for (const auto& [i, k] : zone.rules) {
       auto& w = windows_[i][k];
       w.clear();
-      ForEachWindowAround(calendar.teams[i][k], today, [&](Time start, Time end) { w.emplace_back(start, end); });
+      ForEachWindowAround(calendar.teams[i][k], *zone.day, [&](Time start, Time end) { w.emplace_back(start, end); });
     }
   }
-  if (!changed) return;
-  ++windows_version_;
+  windows_version_ = ++versions_;
   boundaries_.clear();
   for (const auto& team : windows_) {
     for (const auto& rule : team) {

@@ -115,7 +115,18 @@ class TideIndex {
     std::shared_ptr<const TideActive> active;
   };
   bool built_ = false;
-  uint64_t windows_version_ = 0;  // bumped whenever windows_ change.
+  uint64_t windows_version_ = 0;  // a new number whenever windows_ change.
+  uint64_t versions_ = 0;
+  // The windows for the days asked about before the current ones: a
+  // boundary at local midnight asks about the instant before it (the day
+  // before) and at it, in turn, so both are kept.
+  struct Days {
+    std::vector<std::optional<absl::CivilDay>> days;  // per zone.
+    std::vector<std::vector<std::vector<std::pair<Time, Time>>>> windows;
+    std::vector<Time> boundaries;
+    uint64_t version = 0;
+  };
+  Days previous_;
   std::vector<Answer> answers_;
   std::vector<Zone> zones_;
   // windows_[team][rule]: the [start, end) instants of that rule's windows
