@@ -226,8 +226,8 @@ std::vector<JobView> Broker::ListJobs() const {
 
 std::vector<JobView> Broker::ListEndedJobs() const {
   std::vector<JobView> out;
-  out.reserve(state_->ended().size());
-  for (const auto& [id, e] : state_->ended()) out.push_back(*GetJob(id));
+  out.reserve(state_->ended_count());
+  for (const auto& [id, e] : state_->EndedById()) out.push_back(*GetJob(*id));
   return out;
 }
 

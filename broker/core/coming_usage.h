@@ -13,8 +13,11 @@ namespace tidegate::core {
 
 class ComingUsage {
  public:
-  // `leaf_u` per node (inner nodes' entries are ignored and summed).
-  ComingUsage(const CompiledConfig* config, std::vector<std::vector<Quantity>> leaf_u);
+  // `leaf_u` per node, node-major: node n's usage of resource r at
+  // [n * num_resources + r] (inner nodes' entries are ignored and summed).
+  // One flat vector: built for every admission test while a tide guard
+  // stands, so one allocation rather than one per node.
+  ComingUsage(const CompiledConfig* config, std::vector<Quantity> leaf_u);
   void Add(int leaf, const std::vector<Quantity>& amount, int sign);
   bool NodeFits(int n) const;          // u <= g + b (root: u <= g) on every resource.
   bool PathFits(int n) const;          // NodeFits for n and all its ancestors.
@@ -28,9 +31,11 @@ class ComingUsage {
 
  private:
   void Sum(int n);
+  Quantity& u(int n, int r) { return usage_[static_cast<size_t>(n) * num_resources_ + r]; }
+  Quantity u(int n, int r) const { return usage_[static_cast<size_t>(n) * num_resources_ + r]; }
   const CompiledConfig* config_;
   int num_resources_;
-  std::vector<std::vector<Quantity>> usage_;
+  std::vector<Quantity> usage_;
 };
 
 }  // namespace tidegate::core

@@ -50,11 +50,11 @@ absl::Status Decider::CheckSummable(const Job& job) const {
   return absl::OkStatus();
 }
 
-void Decider::RememberEnded(const Job& job, std::string reason) {
+void Decider::RememberEnded(Job& job, std::string reason) {
   const Time retention = s_.config().policy.ended_job_retention_s * kMillisPerSecond;
   if (retention <= 0) return;
   EndedJob e;
-  e.spec = job.spec;
+  e.spec = std::move(job.spec);  // the job is dropped next.
   e.state = v1::JOB_STATE_ENDED;
   e.team = s_.node(job.team).name;
   e.cluster = s_.config().clusters[job.cluster].name;

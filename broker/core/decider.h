@@ -169,8 +169,9 @@ class Decider {
   // INVALID_ARGUMENT naming the resource when the job's largest demand could
   // not be summed with the fleet's capacity and every other job's demand.
   absl::Status CheckSummable(const Job& job) const;
-  // Keeps an ended job (or a rejected spec) for the retention window.
-  void RememberEnded(const Job& job, std::string reason);
+  // Keeps an ended job (or a rejected spec) for the retention window. Takes
+  // the job's spec: the caller drops the job next.
+  void RememberEnded(Job& job, std::string reason);
   void RememberRejected(const v1::JobSpec& spec, const absl::Status& why);
 
   void Emit(Event e);

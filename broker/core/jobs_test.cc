@@ -202,6 +202,23 @@ TEST(EndedJobsTest, ARestoredCoreKnowsTheEndedJobs) {
   EXPECT_EQ((*restored)->Apply(Job("t1", 3), kT0 + 3 * kSec).at(0).type, EventType::kError);
 }
 
+TEST(EndedJobsTest, TheSnapshotKeepsEndedJobsInIdOrderWhateverTheOrderTheyEnded) {
+  auto b = Make();
+  int t = 0;
+  for (const char* id : {"z", "a", "m"}) {
+    b->Apply(Job(id, 1), kT0 + ++t * kSec);
+    b->Apply(Finish(id), kT0 + ++t * kSec);
+  }
+  b->Apply(Job("bad", 2, "nope"), kT0 + ++t * kSec);
+  const auto snap = b->Snapshot();
+  std::vector<std::string> ids;
+  for (const auto& e : snap.ended_jobs()) ids.push_back(e.spec().job());
+  EXPECT_THAT(ids, ElementsAre("a", "bad", "m", "z"));
+  auto restored = Broker::Restore(snap);
+  ASSERT_TRUE(restored.ok()) << restored.status();
+  EXPECT_TRUE(google::protobuf::util::MessageDifferencer::Equals((*restored)->Snapshot(), snap));
+}
+
 TEST(EndedJobsTest, ARequeuedJobKeepsItsLastAdmissionTime) {
   auto b = Make();
   b->Apply(Submit("job: 'bor' team: 'b' replicas: 2 per_replica { key: 'gpu' value: 4 } grace_s: 0"), kT0);

@@ -1,7 +1,9 @@
 // Broker::Snapshot and Broker::Restore: the core's whole state as a proto, so
 // the ledger can start from a snapshot plus the journal tail.
 #include <algorithm>
+#include <vector>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
 #include "broker/core/broker.h"
 #include "broker/core/job_spec.h"
@@ -75,7 +77,9 @@ internal::v1::CoreSnapshot Broker::Snapshot() const {
   }
   out.set_tide_lead_cursor_ms(s.tide().lead_cursor);
   out.set_tide_apply_cursor_ms(s.tide().apply_cursor);
-  for (const auto& [id, e] : s.ended()) {  // std::map: sorted by id.
+  for (const auto& [id_ptr, e_ptr] : s.EndedById()) {
+    const std::string& id = *id_ptr;
+    const EndedJob& e = *e_ptr;
     internal::v1::EndedJobSnapshot* es = out.add_ended_jobs();
     *es->mutable_spec() = e.spec;
     es->mutable_spec()->set_job(id);
@@ -188,27 +192,41 @@ absl::StatusOr<std::unique_ptr<Broker>> Broker::Restore(const internal::v1::Core
       s.AddTimer(job.requeued_at + backoff, j);
     }
   }
+  // Checked in the snapshot's order, remembered in the order they would be
+  // forgotten (the store queues that order cheaply; see ended_jobs.h).
+  absl::flat_hash_map<absl::string_view, int> seen;
   for (const internal::v1::EndedJobSnapshot& es : snap.ended_jobs()) {
     const std::string& id = es.spec().job();
-    if (id.empty() || s.FindJob(id) >= 0 || s.FindEnded(id)) return bad("ended job '", id, "' is empty or a duplicate");
+    if (id.empty() || s.FindJob(id) >= 0 || !seen.emplace(id, 0).second) {
+      return bad("ended job '", id, "' is empty or a duplicate");
+    }
     if (es.state() != v1::JOB_STATE_ENDED && es.state() != v1::JOB_STATE_REJECTED) {
       return bad("ended job '", id, "' has state ", v1::JobState_Name(es.state()));
     }
+  }
+  std::vector<const internal::v1::EndedJobSnapshot*> ended;
+  ended.reserve(snap.ended_jobs_size());
+  for (const internal::v1::EndedJobSnapshot& es : snap.ended_jobs()) ended.push_back(&es);
+  std::sort(ended.begin(), ended.end(), [](const auto* a, const auto* b) {
+    if (a->ended_at_ms() != b->ended_at_ms()) return a->ended_at_ms() < b->ended_at_ms();
+    return a->spec().job() < b->spec().job();
+  });
+  for (const internal::v1::EndedJobSnapshot* es : ended) {
     EndedJob e;
-    e.spec = es.spec();
-    e.state = es.state();
-    e.team = es.team();
-    e.cluster = es.cluster();
-    e.created_at = es.created_at_ms();
-    e.last_admitted_at = es.last_admitted_at_ms();
-    e.ended_at = es.ended_at_ms();
-    e.reason = es.reason();
-    e.replicas = es.replicas();
+    e.spec = es->spec();
+    e.state = es->state();
+    e.team = es->team();
+    e.cluster = es->cluster();
+    e.created_at = es->created_at_ms();
+    e.last_admitted_at = es->last_admitted_at_ms();
+    e.ended_at = es->ended_at_ms();
+    e.reason = es->reason();
+    e.replicas = es->replicas();
     // Config resource order, as the live core names them.
     for (const auto& r : s.config().resources) {
-      if (auto it = es.demand().find(r); it != es.demand().end()) e.demand.emplace_back(r, it->second);
+      if (auto it = es->demand().find(r); it != es->demand().end()) e.demand.emplace_back(r, it->second);
     }
-    s.RememberEnded(id, std::move(e));
+    s.RememberEnded(es->spec().job(), std::move(e));
   }
   s.ClearQuietChanges();
   s.tide().lead_cursor = snap.tide_lead_cursor_ms();

@@ -48,37 +48,15 @@ std::vector<Quantity> State::MaxDemand(const Job& job) {
   return out;
 }
 
-const EndedJob* State::FindEnded(std::string_view id) const {
-  auto it = ended_.find(std::string(id));
-  return it == ended_.end() ? nullptr : &it->second;
-}
+const EndedJob* State::FindEnded(std::string_view id) const { return ended_.Find(id); }
 
 void State::ForgetEnded(const std::string& id) {
-  auto it = ended_.find(id);
-  if (it == ended_.end()) return;
-  auto& order = it->second.state == v1::JOB_STATE_REJECTED ? rejected_order_ : ended_order_;
-  order.erase({it->second.ended_at, id});
-  ended_.erase(it);
-  forgotten_.push_back(id);
+  if (ended_.Forget(id)) forgotten_.push_back(id);
 }
 
-void State::RememberEnded(std::string id, EndedJob ended) {
-  ForgetEnded(id);
-  const bool rejected = ended.state == v1::JOB_STATE_REJECTED;
-  auto& order = rejected ? rejected_order_ : ended_order_;
-  order.insert({ended.ended_at, id});
-  ended_.emplace(id, std::move(ended));
-  const size_t cap = rejected ? kMaxRejectedKept : kMaxEndedKept;
-  while (order.size() > cap) ForgetEnded(order.begin()->second);
-}
+void State::RememberEnded(std::string id, EndedJob ended) { ended_.Remember(std::move(id), std::move(ended), &forgotten_); }
 
-void State::PruneEnded(Time now, Time retention_ms) {
-  for (auto* order : {&ended_order_, &rejected_order_}) {
-    while (!order->empty() && SatAdd(order->begin()->first, retention_ms) <= now) {
-      ForgetEnded(order->begin()->second);
-    }
-  }
-}
+void State::PruneEnded(Time now, Time retention_ms) { ended_.Prune(now, retention_ms, &forgotten_); }
 
 void State::DropJob(int j) {
   if (jobs_[j].growable) {

@@ -21,6 +21,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "broker/core/coming_usage.h"
 #include "broker/core/config.h"
+#include "broker/core/ended_jobs.h"
 #include "broker/core/events.h"
 #include "broker/core/types.h"
 #include "tidegate/v1/config.pb.h"
@@ -104,22 +105,6 @@ struct Job {
   uint64_t gen = 0;             // slot generation, for timers.
 };
 
-// A job that ended or was rejected, kept for the policy's retention window so
-// that queries still find it and a retried request cannot start it again
-// (docs/design.md §3 idempotency).
-struct EndedJob {
-  v1::JobSpec spec;             // normalized when accepted; as given when rejected.
-  v1::JobState state = v1::JOB_STATE_ENDED;  // ENDED or REJECTED.
-  std::string team;
-  std::string cluster;
-  Time created_at = 0;
-  Time last_admitted_at = -1;
-  Time ended_at = 0;
-  std::string reason;
-  int64_t replicas = 0;
-  NamedQuantities demand;
-};
-
 // A pending job's place in queue order: priority high first, then
 // created_at, then id (docs/policy.md §4).
 struct QueueKey {
@@ -189,7 +174,9 @@ class State {
   void ForgetEnded(const std::string& id);
   // Forgets those that ended at or before now - retention.
   void PruneEnded(Time now, Time retention_ms);
-  const std::map<std::string, EndedJob>& ended() const { return ended_; }
+  // Every retained record, sorted by id.
+  std::vector<std::pair<const std::string*, const EndedJob*>> EndedById() const { return ended_.SortedById(); }
+  size_t ended_count() const { return ended_.size(); }
   // Ids whose view changed with no event naming them (a reason recomputed,
   // a retained record dropped) since ClearQuietChanges(): readers re-read them.
   const std::vector<std::string>& quiet_changes() const { return forgotten_; }
@@ -328,9 +315,7 @@ class State {
   v1::Config source_;
   std::vector<NodeState> nodes_;
   std::vector<std::vector<Quantity>> cluster_used_;
-  std::map<std::string, EndedJob> ended_;
-  std::set<std::pair<Time, std::string>> ended_order_;     // (ended_at, id) of ENDED ones.
-  std::set<std::pair<Time, std::string>> rejected_order_;  // (ended_at, id) of REJECTED ones.
+  EndedJobs ended_{kMaxEndedKept, kMaxRejectedKept};
   std::vector<std::string> forgotten_;
   std::vector<Quantity> known_demand_;
   std::deque<Job> jobs_;  // deque: QueueKey points at ids, so slots never move.

@@ -1,6 +1,8 @@
 #include "broker/core/tide.h"
 
 #include <algorithm>
+#include <iterator>
+#include <limits>
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/civil_time.h"
@@ -188,19 +190,36 @@ void TideIndex::Refresh(const TideCalendar& calendar, Time t) {
       }
     }
   }
-  bool changed = false;
-  for (Zone& zone : zones_) {
-    const absl::CivilDay today = absl::ToCivilDay(absl::FromUnixMillis(t), zone.tz);
-    if (zone.day == today) continue;
-    zone.day = today;
-    changed = true;
+  std::vector<std::optional<absl::CivilDay>> days(zones_.size());
+  bool same = true;
+  for (size_t z = 0; z < zones_.size(); ++z) {
+    days[z] = absl::ToCivilDay(absl::FromUnixMillis(t), zones_[z].tz);
+    same = same && zones_[z].day == days[z];
+  }
+  if (same) return;
+  Days current{{}, std::move(windows_), std::move(boundaries_), windows_version_};
+  for (const Zone& zone : zones_) current.days.push_back(zone.day);
+  if (previous_.days == days) {  // back to the days before: swap them in.
+    windows_ = std::move(previous_.windows);
+    boundaries_ = std::move(previous_.boundaries);
+    windows_version_ = previous_.version;
+    for (size_t z = 0; z < zones_.size(); ++z) zones_[z].day = days[z];
+    previous_ = std::move(current);
+    return;
+  }
+  previous_ = current;  // a copy: the zones whose day stays keep their windows.
+  windows_ = std::move(current.windows);
+  for (size_t z = 0; z < zones_.size(); ++z) {
+    Zone& zone = zones_[z];
+    if (zone.day == days[z]) continue;
+    zone.day = days[z];
     for (const auto& [i, k] : zone.rules) {
       auto& w = windows_[i][k];
       w.clear();
-      ForEachWindowAround(calendar.teams[i][k], today, [&](Time start, Time end) { w.emplace_back(start, end); });
+      ForEachWindowAround(calendar.teams[i][k], *zone.day, [&](Time start, Time end) { w.emplace_back(start, end); });
     }
   }
-  if (!changed) return;
+  windows_version_ = ++versions_;
   boundaries_.clear();
   for (const auto& team : windows_) {
     for (const auto& rule : team) {
@@ -213,9 +232,13 @@ void TideIndex::Refresh(const TideCalendar& calendar, Time t) {
   std::sort(boundaries_.begin(), boundaries_.end());
 }
 
-TideActive TideIndex::ActiveRules(const TideCalendar& calendar, Time t) {
+std::shared_ptr<const TideActive> TideIndex::SharedActiveRules(const TideCalendar& calendar, Time t) {
   Refresh(calendar, t);
-  TideActive active(windows_.size());
+  for (const Answer& a : answers_) {
+    if (a.version == windows_version_ && a.from <= t && t < a.to) return a.active;
+  }
+  auto shared = std::make_shared<TideActive>(windows_.size());
+  TideActive& active = *shared;
   for (size_t i = 0; i < windows_.size(); ++i) {
     active[i].assign(windows_[i].size(), false);
     for (size_t k = 0; k < windows_[i].size(); ++k) {
@@ -224,7 +247,15 @@ TideActive TideIndex::ActiveRules(const TideCalendar& calendar, Time t) {
       }
     }
   }
-  return active;
+  // [from, to): the instants of boundaries_ around t (the whole line when
+  // there are none on a side).
+  auto next = std::upper_bound(boundaries_.begin(), boundaries_.end(), t);
+  const Time to = next == boundaries_.end() ? std::numeric_limits<Time>::max() : *next;
+  const Time from = next == boundaries_.begin() ? std::numeric_limits<Time>::min() : *std::prev(next);
+  constexpr size_t kAnswersKept = 2;
+  if (answers_.size() >= kAnswersKept) answers_.erase(answers_.begin());
+  answers_.push_back({windows_version_, from, to, shared});
+  return shared;
 }
 
 std::optional<Time> TideIndex::NextBoundary(const TideCalendar& calendar, Time after) {

@@ -14,6 +14,7 @@
 #define TIDEGATE_BROKER_CORE_TIDE_H_
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <utility>
@@ -90,7 +91,9 @@ std::vector<std::optional<QuotaEntries>> ActiveQuotas(const v1::Config& base, co
 class TideIndex {
  public:
   void Clear() { *this = TideIndex(); }
-  TideActive ActiveRules(const TideCalendar& calendar, Time t);
+  TideActive ActiveRules(const TideCalendar& calendar, Time t) { return *SharedActiveRules(calendar, t); }
+  // The same answer, shared rather than copied (a copy is one vector per team).
+  std::shared_ptr<const TideActive> SharedActiveRules(const TideCalendar& calendar, Time t);
   std::optional<Time> NextBoundary(const TideCalendar& calendar, Time after);
 
  private:
@@ -101,7 +104,30 @@ class TideIndex {
   };
   void Refresh(const TideCalendar& calendar, Time t);
 
+  // Between two consecutive instants of boundaries_ no window starts or
+  // ends, so the active rules are the same at every t in [from, to): the
+  // answers for the last few intervals asked about (a boundary asks about
+  // the one before it and the one it starts, several times), valid for the
+  // windows of windows_version_.
+  struct Answer {
+    uint64_t version;
+    Time from, to;
+    std::shared_ptr<const TideActive> active;
+  };
   bool built_ = false;
+  uint64_t windows_version_ = 0;  // a new number whenever windows_ change.
+  uint64_t versions_ = 0;
+  // The windows for the days asked about before the current ones: a
+  // boundary at local midnight asks about the instant before it (the day
+  // before) and at it, in turn, so both are kept.
+  struct Days {
+    std::vector<std::optional<absl::CivilDay>> days;  // per zone.
+    std::vector<std::vector<std::vector<std::pair<Time, Time>>>> windows;
+    std::vector<Time> boundaries;
+    uint64_t version = 0;
+  };
+  Days previous_;
+  std::vector<Answer> answers_;
   std::vector<Zone> zones_;
   // windows_[team][rule]: the [start, end) instants of that rule's windows
   // for its zone's day.

@@ -18,15 +18,17 @@ namespace {
 // optionally without the jobs that are draining (they leave before it).
 ComingUsage UsageUnder(const State& s, const CompiledConfig& coming, bool exclude_draining) {
   const int R = s.num_resources();
-  std::vector<std::vector<Quantity>> u(coming.nodes.size(), std::vector<Quantity>(R, 0));
+  std::vector<Quantity> u(coming.nodes.size() * R, 0);
   for (size_t n = 1; n < coming.nodes.size(); ++n) {
     if (!coming.nodes[n].leaf) continue;
-    u[n] = s.node_state(static_cast<int>(n)).usage;
+    Quantity* un = &u[n * R];
+    const std::vector<Quantity>& usage = s.node_state(static_cast<int>(n)).usage;
+    std::copy(usage.begin(), usage.end(), un);
     if (!exclude_draining) continue;
     for (int j : s.node_state(static_cast<int>(n)).running) {
       const Job& job = s.job(j);
       if (job.phase != Phase::kDraining) continue;
-      for (int r = 0; r < R; ++r) u[n][r] -= job.demand[r];
+      for (int r = 0; r < R; ++r) un[r] -= job.demand[r];
     }
   }
   return ComingUsage(&coming, std::move(u));
@@ -83,7 +85,8 @@ absl::StatusOr<CompiledConfig> Decider::CompileAt(const v1::Config& source, cons
 
 std::shared_ptr<const absl::StatusOr<CompiledConfig>> CompiledQuotaAt(State& s, Time t, TideActive* active) {
   State::Tide& tide = s.tide();
-  TideActive rules = tide.index.ActiveRules(s.config().tide, t);
+  const std::shared_ptr<const TideActive> shared_rules = tide.index.SharedActiveRules(s.config().tide, t);
+  const TideActive& rules = *shared_rules;
   std::shared_ptr<const absl::StatusOr<CompiledConfig>> compiled;
   for (const auto& c : tide.compiled) {
     if (c.active == rules) compiled = c.config;
@@ -113,7 +116,7 @@ std::shared_ptr<const absl::StatusOr<CompiledConfig>> CompiledQuotaAt(State& s, 
     if (tide.compiled.size() >= kKept) tide.compiled.erase(tide.compiled.begin());
     tide.compiled.push_back({rules, compiled});
   }
-  if (active) *active = std::move(rules);
+  if (active) *active = rules;
   return compiled;
 }
 
@@ -159,8 +162,8 @@ std::vector<int> RisingAt(State& s, const CompiledConfig& coming, Time boundary)
   TideActive before_rules;
   auto before = CompiledQuotaAt(s, boundary - 1, &before_rules);
   if (!before->ok()) return {};
-  const TideActive at_rules = s.tide().index.ActiveRules(s.config().tide, boundary);
-  return RisingTeams(s.source(), before_rules, at_rules, **before, coming);
+  const auto at_rules = s.tide().index.SharedActiveRules(s.config().tide, boundary);
+  return RisingTeams(s.source(), before_rules, *at_rules, **before, coming);
 }
 
 }  // namespace

@@ -130,7 +130,10 @@ TEST(TideTest, IndexAnswersAsTheScansDo) {
       // minute or off it.
       const int64_t jump = static_cast<int64_t>(rng >> 33) % (3 * 3600 * 1000);
       t += (rng >> 20) % 8 == 0 ? -jump * 8 : jump;
-      for (Time q : {t, t - 1}) {
+      // Also both sides of the next boundary: the index keeps its answers
+      // per interval between boundaries.
+      const Time b = NextTideBoundary(calendar, t).value_or(t);
+      for (Time q : {t, t - 1, b - 1, b, t}) {
         EXPECT_EQ(index.NextBoundary(calendar, q), NextTideBoundary(calendar, q)) << q;
         v1::Config from_index = base;
         const auto quotas = ActiveQuotas(base, index.ActiveRules(calendar, q));

@@ -38,28 +38,51 @@ struct Candidate {
   }
 };
 
-// A list sorted lazily: a heap popped on demand, since a pass usually stops
-// after a few victims and 10,000 candidates need not be fully sorted.
+// A list sorted lazily, since a pass usually stops after a few victims and
+// 10,000 candidates need not be fully sorted: the first is found by one scan
+// for the smallest, and only a look past it orders the rest into a heap,
+// popped on demand. Keys are compared packed (PackedCandidateKey: the id
+// strings are read only when all else and their first 8 bytes tie). The
+// keys are a strict total order (the id and the part decide), so the order
+// is the one a full sort would give.
 class LazySorted {
  public:
-  explicit LazySorted(std::vector<Candidate> items) : heap_(std::move(items)) {
-    std::make_heap(heap_.begin(), heap_.end(), Greater);
+  explicit LazySorted(std::vector<Candidate> items) : items_(std::move(items)) {
+    rest_.reserve(items_.size());
+    for (size_t i = 0; i < items_.size(); ++i) rest_.push_back({PackedCandidateKey::Of(items_[i].key), i});
   }
   // The i-th smallest, or nullptr past the end.
   const Candidate* At(size_t i) {
-    while (sorted_.size() <= i && !heap_.empty()) {
-      std::pop_heap(heap_.begin(), heap_.end(), Greater);
-      sorted_.push_back(heap_.back());
-      heap_.pop_back();
+    while (sorted_.size() <= i && !rest_.empty()) {
+      if (sorted_.empty()) {
+        auto first = std::min_element(rest_.begin(), rest_.end(), Less);
+        sorted_.push_back(first->item);
+        *first = rest_.back();
+        rest_.pop_back();
+        continue;
+      }
+      if (!heaped_) {
+        std::make_heap(rest_.begin(), rest_.end(), Greater);
+        heaped_ = true;
+      }
+      std::pop_heap(rest_.begin(), rest_.end(), Greater);
+      sorted_.push_back(rest_.back().item);
+      rest_.pop_back();
     }
-    return i < sorted_.size() ? &sorted_[i] : nullptr;
+    return i < sorted_.size() ? &items_[sorted_[i]] : nullptr;
   }
-  bool empty() const { return heap_.empty() && sorted_.empty(); }
 
  private:
-  static bool Greater(const Candidate& a, const Candidate& b) { return b.key < a.key; }
-  std::vector<Candidate> heap_;
-  std::vector<Candidate> sorted_;
+  struct Keyed {
+    PackedCandidateKey key;
+    size_t item;
+  };
+  static bool Less(const Keyed& a, const Keyed& b) { return a.key < b.key; }
+  static bool Greater(const Keyed& a, const Keyed& b) { return b.key < a.key; }
+  std::vector<Candidate> items_;
+  std::vector<Keyed> rest_;     // not yet taken: unordered, then a heap.
+  std::vector<size_t> sorted_;  // taken, smallest first (indexes into items_).
+  bool heaped_ = false;
 };
 
 // What-if removals with undo, a number of replicas at a time (a whole rigid
