@@ -16,6 +16,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -199,6 +200,8 @@ uint32_t Checksum(const std::string& payload);
 // CRC-32 of a snapshot's payload, then its seq and at_ms (so a snapshot
 // moved to another seq does not match either).
 uint32_t SnapshotChecksum(const SnapshotRecord& snapshot);
+// The same for a payload held elsewhere (e.g. a snapshot read from a pipe).
+uint32_t SnapshotChecksum(std::string_view payload, int64_t seq, int64_t at_ms);
 
 }  // namespace tidegate::ledger
 
