@@ -276,17 +276,19 @@ class CoreLoop {
   struct SnapshotInParts {
     int64_t seq = 0;
     core::Time at_ms = 0;
-    std::string payload;
+    MappedBytes payload;
     uint32_t checksum = 0;
     int64_t parts = 0;
     int64_t next = 0;       // the first part not yet committed
     int64_t capture_ms = 0;  // fork to bytes, for the log
+    int64_t fork_us = 0;     // the writer's time in fork(), for the log
   };
   std::optional<SnapshotInParts> snapshot_parts_;
   bool parts_in_last_batch_ = false;
   std::atomic<int64_t> snapshot_failures_{0};
   std::atomic<int> fail_snapshot_children_{0};
   int64_t capture_seq_ = 0;
+  int64_t capture_fork_us_ = 0;
   core::Time capture_at_ms_ = 0;
   bool snapshot_captured_ ABSL_GUARDED_BY(mu_) = false;  // wakes the loop
   // Last: destroyed first, its thread (which takes mu_) joined before the rest.

@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -66,7 +67,49 @@ std::string DescribeExit(int status) {
   return absl::StrCat("exited with status ", WEXITSTATUS(status));
 }
 
+// Reads until `size` bytes or the end of the pipe; the number read.
+size_t ReadUpTo(int fd, char* data, size_t size) {
+  size_t got = 0;
+  while (got < size) {
+    const ssize_t n = read(fd, data + got, size - got);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    got += static_cast<size_t>(n);
+  }
+  return got;
+}
+
+// A child's snapshot is at most this big: a larger header is a damaged one.
+constexpr uint64_t kMaxSnapshotBytes = uint64_t{64} << 30;
+
 }  // namespace
+
+absl::StatusOr<MappedBytes> MappedBytes::Allocate(size_t size) {
+  MappedBytes bytes;
+  if (size == 0) return bytes;
+  void* data = mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (data == MAP_FAILED) {
+    return absl::InternalError(absl::StrCat("cannot map ", size, " bytes for a snapshot: ", std::strerror(errno)));
+  }
+  bytes.data_ = static_cast<char*>(data);
+  bytes.size_ = size;
+  return bytes;
+}
+
+MappedBytes& MappedBytes::operator=(MappedBytes&& other) noexcept {
+  if (this != &other) {
+    Release();
+    data_ = std::exchange(other.data_, nullptr);
+    size_ = std::exchange(other.size_, 0);
+  }
+  return *this;
+}
+
+void MappedBytes::Release() {
+  if (data_ != nullptr) munmap(data_, size_);
+  data_ = nullptr;
+  size_ = 0;
+}
 
 absl::StatusOr<std::unique_ptr<SnapshotCapture>> SnapshotCapture::Start(const core::Broker& broker, int64_t seq,
                                                                         int64_t at_ms, std::function<void()> on_done,
@@ -91,7 +134,7 @@ absl::StatusOr<std::unique_ptr<SnapshotCapture>> SnapshotCapture::Start(const co
 }
 
 SnapshotCapture::SnapshotCapture(pid_t child, int read_fd, int64_t seq, int64_t at_ms, std::function<void()> on_done)
-    : child_(child), read_fd_(read_fd), seq_(seq), at_ms_(at_ms), on_done_(std::move(on_done)), result_(std::string()) {
+    : child_(child), read_fd_(read_fd), seq_(seq), at_ms_(at_ms), on_done_(std::move(on_done)), result_(MappedBytes()) {
   reader_ = std::thread([this] { Read(); });
 }
 
@@ -108,15 +151,20 @@ SnapshotCapture::~SnapshotCapture() {
 
 void SnapshotCapture::Read() {
   const auto started = std::chrono::steady_clock::now();
-  std::string bytes;
-  char buffer[1 << 16];
-  for (;;) {
-    const ssize_t n = read(read_fd_, buffer, sizeof(buffer));
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) break;
-    bytes.append(buffer, static_cast<size_t>(n));
+  // The size, then exactly that many bytes, then the end of the pipe.
+  uint64_t size = 0;
+  char header[sizeof(size)];
+  const bool has_header = ReadUpTo(read_fd_, header, sizeof(header)) == sizeof(header);
+  if (has_header) std::memcpy(&size, header, sizeof(size));
+  absl::StatusOr<MappedBytes> bytes = MappedBytes();
+  size_t got = 0;
+  if (has_header && size <= kMaxSnapshotBytes) {
+    bytes = MappedBytes::Allocate(size);
+    if (bytes.ok()) got = ReadUpTo(read_fd_, bytes->data(), bytes->size());
   }
-  close(read_fd_);
+  char extra = 0;
+  const bool trailing = ReadUpTo(read_fd_, &extra, 1) > 0;
+  close(read_fd_);  // a child still writing (after a refused header) gets EPIPE
   // Wait without reaping, then reap under the lock the destructor kills under.
   siginfo_t info{};
   while (waitid(P_PID, child_, &info, WEXITED | WNOWAIT) < 0 && errno == EINTR) {
@@ -128,24 +176,22 @@ void SnapshotCapture::Read() {
     }
     reaped_ = true;
   }
-  uint64_t size = 0;
-  if (bytes.size() >= sizeof(size)) std::memcpy(&size, bytes.data(), sizeof(size));
   if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
     result_ = absl::InternalError(absl::StrCat("the snapshot's child process ", DescribeExit(status)));
-  } else if (bytes.size() < sizeof(size) || size != bytes.size() - sizeof(size)) {
-    result_ = absl::InternalError(absl::StrCat("the snapshot's child process sent ", bytes.size(),
-                                               " bytes, not a whole snapshot"));
+  } else if (!bytes.ok()) {
+    result_ = bytes.status();
+  } else if (!has_header || size > kMaxSnapshotBytes || got != size || trailing) {
+    result_ = absl::InternalError(absl::StrCat("the snapshot's child process sent ", got, " bytes after a header of ",
+                                               has_header ? absl::StrCat(size) : "none", ", not a whole snapshot"));
   } else {
-    bytes.erase(0, sizeof(size));
-    ledger::SnapshotRecord record{seq_, at_ms_, std::move(bytes)};
-    checksum_ = ledger::SnapshotChecksum(record);
-    result_ = std::move(record.payload);
+    checksum_ = ledger::SnapshotChecksum(bytes->view(), seq_, at_ms_);
+    result_ = std::move(bytes);
   }
   elapsed_ms_ = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - started).count();
   done_.store(true, std::memory_order_release);
   if (on_done_) on_done_();
 }
 
-absl::StatusOr<std::string> SnapshotCapture::TakeResult() { return std::move(result_); }
+absl::StatusOr<MappedBytes> SnapshotCapture::TakeResult() { return std::move(result_); }
 
 }  // namespace tidegate::service
