@@ -35,7 +35,7 @@ bool WriteAll(int fd, const char* data, size_t size) {
 }
 
 // The child: only the core's code, malloc and system calls from here on.
-[[noreturn]] void RunChild(const core::Broker& broker, int write_fd, bool fail_child) {
+[[noreturn]] void RunChild(const core::Broker& broker, int write_fd, pid_t parent, bool fail_child) {
   // A signal meant for the broker (a shutdown) must not run its handlers here.
   signal(SIGTERM, SIG_DFL);
   signal(SIGINT, SIG_DFL);
@@ -43,6 +43,7 @@ bool WriteAll(int fd, const char* data, size_t size) {
   // Nobody reads the snapshot once the broker is gone (it also keeps the
   // broker's files open, e.g. the ledger lock).
   prctl(PR_SET_PDEATHSIG, SIGKILL);
+  if (getppid() != parent) _exit(kChildCannotWrite);  // it died before the line above
   if (fail_child) _exit(kChildFailedForTests);
   std::string bytes;
   if (!broker.Snapshot().SerializeToString(&bytes)) _exit(kChildCannotSerialize);
@@ -118,6 +119,7 @@ absl::StatusOr<std::unique_ptr<SnapshotCapture>> SnapshotCapture::Start(const co
   if (pipe2(fds, O_CLOEXEC) != 0) {
     return absl::InternalError(absl::StrCat("snapshot: cannot make a pipe: ", std::strerror(errno)));
   }
+  const pid_t parent = getpid();
   const pid_t child = fork();
   if (child < 0) {
     const int error = errno;
@@ -127,7 +129,7 @@ absl::StatusOr<std::unique_ptr<SnapshotCapture>> SnapshotCapture::Start(const co
   }
   if (child == 0) {
     close(fds[0]);
-    RunChild(broker, fds[1], fail_child);
+    RunChild(broker, fds[1], parent, fail_child);
   }
   close(fds[1]);  // the child holds the only write end: its exit ends the read
   return std::unique_ptr<SnapshotCapture>(new SnapshotCapture(child, fds[0], seq, at_ms, std::move(on_done)));
