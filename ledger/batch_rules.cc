@@ -40,6 +40,30 @@ absl::Status ValidateBatch(const Batch& batch, int64_t last_seq) {
           absl::StrCat("snapshot seq ", seq, " is after the journal's end (seq ", new_last, ")"));
     }
   }
+  if (batch.snapshot.has_value() && batch.parted_snapshot.has_value()) {
+    return absl::InvalidArgumentError("a batch holds either a whole snapshot or a parted one, not both");
+  }
+  for (const SnapshotPart& part : batch.snapshot_parts) {
+    if (part.seq < 0 || part.index < 0) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("snapshot part ", part.index, " of seq ", part.seq, ": a negative seq or index"));
+    }
+    if (part.seq > new_last) {
+      return absl::FailedPreconditionError(absl::StrCat("snapshot part ", part.index, " of seq ", part.seq,
+                                                        " is after the journal's end (seq ", new_last, ")"));
+    }
+  }
+  if (batch.parted_snapshot.has_value()) {
+    const PartedSnapshot& parted = *batch.parted_snapshot;
+    if (parted.seq < 0 || parted.parts < 1) {
+      return absl::InvalidArgumentError(absl::StrCat("parted snapshot at seq ", parted.seq, " with ", parted.parts,
+                                                     " parts: the seq must be >= 0 and the parts >= 1"));
+    }
+    if (parted.seq > new_last) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("snapshot seq ", parted.seq, " is after the journal's end (seq ", new_last, ")"));
+    }
+  }
   for (const JobRow& job : batch.jobs) {
     if (job.job.empty()) return absl::InvalidArgumentError("job row with an empty job id");
   }

@@ -19,10 +19,13 @@ inline constexpr int kLatestSnapshotsKept = 3;
 
 // OK when `batch` may be written on top of a journal ending at `last_seq`:
 //   FAILED_PRECONDITION  journal seqs do not run last_seq+1, last_seq+2, ...;
-//                        the snapshot's seq is after the journal's new end.
+//                        a snapshot's (or snapshot part's) seq is after the
+//                        journal's new end.
 //   INVALID_ARGUMENT     a record's checksum is not Checksum(payload); an
 //                        empty job id, team or resource; a day not YYYY-MM-DD;
-//                        a negative snapshot seq.
+//                        a negative snapshot seq or part index; a parted
+//                        snapshot of no parts; both kinds of snapshot row.
+// (Whether a parted snapshot's parts are all stored is the store's check.)
 absl::Status ValidateBatch(const Batch& batch, int64_t last_seq);
 
 // True when `day` looks like YYYY-MM-DD (digits and dashes; the calendar is

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <string>
+#include <string_view>
 
 #include "ledger/store.h"
 
@@ -13,7 +14,7 @@ namespace tidegate::ledger {
 
 namespace {
 
-uLong Extend(uLong crc, const std::string& payload) {
+uLong Extend(uLong crc, std::string_view payload) {
   const auto* data = reinterpret_cast<const Bytef*>(payload.data());
   size_t left = payload.size();
   // crc32 takes a uInt length; feed large payloads in pieces.
@@ -33,8 +34,12 @@ uint32_t Checksum(const std::string& payload) {
 }
 
 uint32_t SnapshotChecksum(const SnapshotRecord& snapshot) {
-  const uLong crc = Extend(crc32(0L, Z_NULL, 0), snapshot.payload);
-  return static_cast<uint32_t>(Extend(crc, " " + std::to_string(snapshot.seq) + " " + std::to_string(snapshot.at_ms)));
+  return SnapshotChecksum(snapshot.payload, snapshot.seq, snapshot.at_ms);
+}
+
+uint32_t SnapshotChecksum(std::string_view payload, int64_t seq, int64_t at_ms) {
+  const uLong crc = Extend(crc32(0L, Z_NULL, 0), payload);
+  return static_cast<uint32_t>(Extend(crc, " " + std::to_string(seq) + " " + std::to_string(at_ms)));
 }
 
 }  // namespace tidegate::ledger

@@ -26,6 +26,7 @@ class ForwardingStore : public Store {
   absl::StatusOr<std::optional<SnapshotRecord>> SnapshotBefore(int64_t seq) override {
     return target_->SnapshotBefore(seq);
   }
+  absl::StatusOr<int64_t> UnfinishedSnapshotParts() override { return target_->UnfinishedSnapshotParts(); }
   absl::Status ReadJournal(int64_t after_seq,
                            const std::function<absl::Status(const JournalRecord&)>& fn) override {
     return target_->ReadJournal(after_seq, fn);

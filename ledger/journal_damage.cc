@@ -49,6 +49,13 @@ absl::Status CheckStoredSnapshot(const SnapshotRecord& snapshot, uint32_t stored
   return status;
 }
 
+absl::Status MissingSnapshotParts(int64_t seq, int64_t parts, int64_t found) {
+  absl::Status status = absl::DataLossError(
+      absl::StrCat("snapshot at seq ", seq, ": written in ", parts, " parts but only ", found, " of them are stored"));
+  status.SetPayload(kSnapshotDamageUrl, absl::Cord(absl::StrCat(seq)));
+  return status;
+}
+
 std::optional<int64_t> DamagedSnapshotSeq(const absl::Status& status) {
   if (status.code() != absl::StatusCode::kDataLoss) return std::nullopt;
   auto payload = status.GetPayload(kSnapshotDamageUrl);

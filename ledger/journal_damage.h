@@ -35,6 +35,9 @@ std::optional<JournalDamage> DamageOf(const absl::Status& status);
 // its seq, which DamagedSnapshotSeq reads back.
 absl::Status CheckStoredSnapshot(const SnapshotRecord& snapshot, uint32_t stored_checksum);
 std::optional<int64_t> DamagedSnapshotSeq(const absl::Status& status);
+// DATA_LOSS for a parted snapshot of which only `found` of parts 0..parts-1
+// are stored, naming its seq like CheckStoredSnapshot.
+absl::Status MissingSnapshotParts(int64_t seq, int64_t parts, int64_t found);
 
 }  // namespace tidegate::ledger
 

@@ -25,6 +25,7 @@ class MemoryStore final : public Store {
   absl::Status Commit(const Batch& batch) override {
     absl::MutexLock lock(&mu_);
     if (absl::Status s = ValidateBatch(batch, LastSeqLocked()); !s.ok()) return s;
+    if (absl::Status s = CheckPartsStoredLocked(batch); !s.ok()) return s;
     for (const JournalRecord& record : batch.journal) journal_[record.seq] = record;
     for (const JobRow& job : batch.jobs) jobs_[job.job] = job;
     for (const UsageRow& row : batch.usage) {
@@ -42,9 +43,21 @@ class MemoryStore final : public Store {
           loans_.try_emplace(LoanKey{row.borrower, row.lender, row.resource, row.day}, row);
       if (!inserted) it->second.amount += row.amount;
     }
+    for (const SnapshotPart& part : batch.snapshot_parts) parts_[{part.seq, part.index}] = part.bytes;
     if (batch.snapshot.has_value()) {
-      snapshots_[batch.snapshot->seq] = {*batch.snapshot, SnapshotChecksum(*batch.snapshot)};
+      snapshots_[batch.snapshot->seq] = {*batch.snapshot, SnapshotChecksum(*batch.snapshot), 0};
+    }
+    if (const auto& parted = batch.parted_snapshot; parted.has_value()) {
+      snapshots_[parted->seq] = {SnapshotRecord{parted->seq, parted->at_ms, ""}, parted->checksum, parted->parts};
+    }
+    if (batch.snapshot.has_value() || batch.parted_snapshot.has_value()) {
       PruneSnapshotsLocked();
+      // Parts no parted row names: of a snapshot abandoned midway or pruned.
+      for (auto it = parts_.begin(); it != parts_.end();) {
+        auto row = snapshots_.find(it->first.first);
+        const bool named = row != snapshots_.end() && it->first.second < row->second.parts;
+        it = named ? std::next(it) : parts_.erase(it);
+      }
     }
     return absl::OkStatus();
   }
@@ -57,20 +70,30 @@ class MemoryStore final : public Store {
   absl::StatusOr<std::optional<SnapshotRecord>> LatestSnapshot() override {
     absl::MutexLock lock(&mu_);
     if (snapshots_.empty()) return std::nullopt;
-    return Checked(snapshots_.rbegin()->second);
+    return CheckedLocked(snapshots_.rbegin()->second);
   }
 
   absl::StatusOr<std::optional<SnapshotRecord>> EarliestSnapshot() override {
     absl::MutexLock lock(&mu_);
     if (snapshots_.empty()) return std::nullopt;
-    return Checked(snapshots_.begin()->second);
+    return CheckedLocked(snapshots_.begin()->second);
   }
 
   absl::StatusOr<std::optional<SnapshotRecord>> SnapshotBefore(int64_t seq) override {
     absl::MutexLock lock(&mu_);
     auto it = snapshots_.lower_bound(seq);
     if (it == snapshots_.begin()) return std::nullopt;
-    return Checked(std::prev(it)->second);
+    return CheckedLocked(std::prev(it)->second);
+  }
+
+  absl::StatusOr<int64_t> UnfinishedSnapshotParts() override {
+    absl::MutexLock lock(&mu_);
+    int64_t unnamed = 0;
+    for (const auto& [key, bytes] : parts_) {
+      auto row = snapshots_.find(key.first);
+      if (row == snapshots_.end() || key.second >= row->second.parts) ++unnamed;
+    }
+    return unnamed;
   }
 
   absl::Status ReadJournal(int64_t after_seq,
@@ -141,7 +164,11 @@ class MemoryStore final : public Store {
     absl::MutexLock lock(&mu_);
     auto it = snapshots_.find(seq);
     if (it == snapshots_.end()) return absl::NotFoundError(absl::StrCat("no snapshot at seq ", seq));
-    it->second.first.payload.push_back('!');
+    if (it->second.parts > 0) {
+      parts_[{seq, 0}].push_back('!');
+    } else {
+      it->second.record.payload.push_back('!');
+    }
     return absl::OkStatus();
   }
 
@@ -158,11 +185,37 @@ class MemoryStore final : public Store {
   }
 
  private:
-  using StoredSnapshot = std::pair<SnapshotRecord, uint32_t>;  // and its checksum
+  struct StoredSnapshot {
+    SnapshotRecord record;  // the payload is empty when written in parts
+    uint32_t checksum = 0;
+    int64_t parts = 0;      // 0: the payload is whole
+  };
 
-  static absl::StatusOr<std::optional<SnapshotRecord>> Checked(const StoredSnapshot& stored) {
-    if (absl::Status s = CheckStoredSnapshot(stored.first, stored.second); !s.ok()) return s;
-    return stored.first;
+  absl::StatusOr<std::optional<SnapshotRecord>> CheckedLocked(const StoredSnapshot& stored) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    SnapshotRecord record = stored.record;
+    for (int64_t i = 0; i < stored.parts; ++i) {
+      auto part = parts_.find({record.seq, i});
+      if (part == parts_.end()) return MissingSnapshotParts(record.seq, stored.parts, i);
+      record.payload += part->second;
+    }
+    if (absl::Status s = CheckStoredSnapshot(record, stored.checksum); !s.ok()) return s;
+    return record;
+  }
+
+  // A parted snapshot's parts are stored already or come with it.
+  absl::Status CheckPartsStoredLocked(const Batch& batch) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    if (!batch.parted_snapshot.has_value()) return absl::OkStatus();
+    const PartedSnapshot& parted = *batch.parted_snapshot;
+    for (int64_t i = 0; i < parted.parts; ++i) {
+      const bool in_batch = std::any_of(batch.snapshot_parts.begin(), batch.snapshot_parts.end(),
+                                        [&](const SnapshotPart& p) { return p.seq == parted.seq && p.index == i; });
+      if (!in_batch && parts_.count({parted.seq, i}) == 0) {
+        return absl::FailedPreconditionError(absl::StrCat("parted snapshot at seq ", parted.seq, ": part ", i,
+                                                          " of ", parted.parts, " is not stored"));
+      }
+    }
+    return absl::OkStatus();
   }
 
   int64_t LastSeqLocked() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
@@ -179,6 +232,7 @@ class MemoryStore final : public Store {
   absl::Mutex mu_;
   std::map<int64_t, JournalRecord> journal_ ABSL_GUARDED_BY(mu_);
   std::map<int64_t, StoredSnapshot> snapshots_ ABSL_GUARDED_BY(mu_);
+  std::map<std::pair<int64_t, int64_t>, std::string> parts_ ABSL_GUARDED_BY(mu_);  // (seq, index)
   std::map<std::string, JobRow> jobs_ ABSL_GUARDED_BY(mu_);
   std::map<UsageKey, UsageRow> usage_ ABSL_GUARDED_BY(mu_);
   std::map<LoanKey, LoanRow> loans_ ABSL_GUARDED_BY(mu_);

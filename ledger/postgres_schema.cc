@@ -68,6 +68,16 @@ CREATE TABLE leader_lease(
   expires_at TIMESTAMPTZ NOT NULL);
 INSERT INTO leader_lease VALUES(1, '', '', 0, '-infinity', '-infinity');
 )sql",
+    // 1 -> 2: snapshots written in parts over several commits (the SQLite
+    // ledger's version 4): a row with `parts` set reads its parts in order.
+    R"sql(
+CREATE TABLE snapshot_parts(
+  seq BIGINT NOT NULL,
+  part BIGINT NOT NULL,
+  bytes BYTEA NOT NULL,
+  PRIMARY KEY(seq, part));
+ALTER TABLE snapshots ADD COLUMN parts BIGINT;
+)sql",
 };
 static_assert(std::size(kMigrations) == kPostgresSchemaVersion);
 

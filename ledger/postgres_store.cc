@@ -38,7 +38,21 @@ constexpr char kAddLoan[] =
     "ON CONFLICT(borrower, lender, resource, day) DO UPDATE SET amount = l.amount + excluded.amount";
 constexpr char kPutSnapshot[] =
     "INSERT INTO snapshots(seq, at_ms, payload, checksum) VALUES($1, $2, $3, $4) ON CONFLICT(seq) DO UPDATE SET "
-    "at_ms = excluded.at_ms, payload = excluded.payload, checksum = excluded.checksum";
+    "at_ms = excluded.at_ms, payload = excluded.payload, checksum = excluded.checksum, parts = NULL";
+constexpr char kPutSnapshotPart[] =
+    "INSERT INTO snapshot_parts(seq, part, bytes) VALUES($1, $2, $3) ON CONFLICT(seq, part) DO UPDATE SET "
+    "bytes = excluded.bytes";
+constexpr char kCountSnapshotParts[] = "SELECT count(*) FROM snapshot_parts WHERE seq = $1 AND part < $2";
+constexpr char kPutPartedSnapshot[] =
+    "INSERT INTO snapshots(seq, at_ms, payload, checksum, parts) VALUES($1, $2, ''::bytea, $3, $4) "
+    "ON CONFLICT(seq) DO UPDATE SET at_ms = excluded.at_ms, payload = excluded.payload, "
+    "checksum = excluded.checksum, parts = excluded.parts";
+#define TIDEGATE_UNNAMED_PARTS                                                                     \
+  "FROM snapshot_parts p WHERE NOT EXISTS (SELECT 1 FROM snapshots s WHERE s.seq = p.seq AND " \
+  "p.part < coalesce(s.parts, 0))"
+constexpr char kDeleteUnnamedParts[] = "DELETE " TIDEGATE_UNNAMED_PARTS;
+constexpr char kCountUnnamedParts[] = "SELECT count(*) " TIDEGATE_UNNAMED_PARTS;
+#undef TIDEGATE_UNNAMED_PARTS
 constexpr char kPruneSnapshots[] =
     "DELETE FROM snapshots WHERE seq > (SELECT min(seq) FROM snapshots) "
     "AND seq NOT IN (SELECT seq FROM snapshots ORDER BY seq DESC LIMIT $1)";
@@ -47,10 +61,17 @@ constexpr char kPruneSnapshots[] =
 // and a takeover that came first leaves no row to lock.
 constexpr char kCheckFence[] =
     "SELECT 1 FROM leader_lease WHERE id = 1 AND epoch = $1 AND expires_at > clock_timestamp() FOR SHARE";
-constexpr char kLatestSnapshot[] = "SELECT seq, at_ms, payload, checksum FROM snapshots ORDER BY seq DESC LIMIT 1";
-constexpr char kEarliestSnapshot[] = "SELECT seq, at_ms, payload, checksum FROM snapshots ORDER BY seq ASC LIMIT 1";
-constexpr char kSnapshotBefore[] =
-    "SELECT seq, at_ms, payload, checksum FROM snapshots WHERE seq < $1 ORDER BY seq DESC LIMIT 1";
+// A parted snapshot's row and its parts in one statement (one view of the
+// database): how many of parts 0..parts-1 are stored, and their bytes in order.
+#define TIDEGATE_SNAPSHOT_COLUMNS                                                                          \
+  "SELECT seq, at_ms, payload, checksum, parts, "                                                          \
+  "(SELECT count(*) FROM snapshot_parts p WHERE p.seq = s.seq AND p.part < coalesce(s.parts, 0)), "       \
+  "(SELECT string_agg(p.bytes, ''::bytea ORDER BY p.part) FROM snapshot_parts p WHERE p.seq = s.seq AND " \
+  "p.part < coalesce(s.parts, 0)) FROM snapshots s "
+constexpr char kLatestSnapshot[] = TIDEGATE_SNAPSHOT_COLUMNS "ORDER BY seq DESC LIMIT 1";
+constexpr char kEarliestSnapshot[] = TIDEGATE_SNAPSHOT_COLUMNS "ORDER BY seq ASC LIMIT 1";
+constexpr char kSnapshotBefore[] = TIDEGATE_SNAPSHOT_COLUMNS "WHERE seq < $1 ORDER BY seq DESC LIMIT 1";
+#undef TIDEGATE_SNAPSHOT_COLUMNS
 constexpr char kReadJournal[] =
     "SELECT seq, at_ms, kind, payload, checksum FROM journal WHERE seq > $1 ORDER BY seq LIMIT $2";
 #define TIDEGATE_JOB_COLUMNS \
@@ -102,6 +123,12 @@ class PostgresStore final : public SqlStore {
       }
       if (rows->size() < kJournalPage) return absl::OkStatus();
     }
+  }
+
+  absl::StatusOr<int64_t> UnfinishedSnapshotParts() override {
+    absl::StatusOr<PgRows> rows = db_->Exec(kCountUnnamedParts);
+    if (!rows.ok()) return rows.status();
+    return rows->Int(0, 0);
   }
 
   absl::StatusOr<std::vector<JobRow>> Jobs(const JobFilter& filter) override {
@@ -183,6 +210,22 @@ class PostgresStore final : public SqlStore {
 
   absl::Status PruneSnapshots(int kept) override { return Run(*db_, kPruneSnapshots, PgParams().Int(kept)); }
 
+  absl::Status PutSnapshotPart(const SnapshotPart& part) override {
+    return Run(*db_, kPutSnapshotPart, PgParams().Int(part.seq).Int(part.index).Bytes(part.bytes));
+  }
+
+  absl::StatusOr<int64_t> CountSnapshotParts(int64_t seq, int64_t parts) override {
+    absl::StatusOr<PgRows> rows = db_->Exec(kCountSnapshotParts, PgParams().Int(seq).Int(parts));
+    if (!rows.ok()) return rows.status();
+    return rows->Int(0, 0);
+  }
+
+  absl::Status PutPartedSnapshot(const PartedSnapshot& s) override {
+    return Run(*db_, kPutPartedSnapshot, PgParams().Int(s.seq).Int(s.at_ms).Int(s.checksum).Int(s.parts));
+  }
+
+  absl::Status DeleteUnnamedSnapshotParts() override { return Run(*db_, kDeleteUnnamedParts); }
+
   // A leader's commit lands only while its lease is still the current one.
   absl::Status CheckFence() {
     if (!options_.fence_epoch.has_value()) return absl::OkStatus();
@@ -206,9 +249,14 @@ class PostgresStore final : public SqlStore {
     absl::StatusOr<PgRows> rows = db_->Exec(sql, params);
     if (!rows.ok()) return rows.status();
     if (rows->size() == 0) return std::nullopt;
-    return CheckedSnapshot(SnapshotRecord{rows->Int(0, 0), rows->Int(0, 1), rows->Bytes(0, 2)},
-                           rows->IsNull(0, 3) ? std::nullopt
-                                              : std::optional<uint32_t>(static_cast<uint32_t>(rows->Int(0, 3))));
+    SnapshotRecord record{rows->Int(0, 0), rows->Int(0, 1), rows->Bytes(0, 2)};
+    const std::optional<uint32_t> checksum =
+        rows->IsNull(0, 3) ? std::nullopt : std::optional<uint32_t>(static_cast<uint32_t>(rows->Int(0, 3)));
+    const int64_t parts = rows->IsNull(0, 4) ? 0 : rows->Int(0, 4);
+    if (parts <= 0) return CheckedSnapshot(std::move(record), checksum);
+    if (rows->Int(0, 5) != parts) return MissingSnapshotParts(record.seq, parts, rows->Int(0, 5));
+    record.payload = rows->Bytes(0, 6);
+    return CheckedSnapshot(std::move(record), checksum.value_or(0));
   }
 
   static JobRow ReadJob(const PgRows& rows, int i) {

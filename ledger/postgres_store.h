@@ -38,7 +38,7 @@
 
 namespace tidegate::ledger {
 
-inline constexpr int64_t kPostgresSchemaVersion = 1;
+inline constexpr int64_t kPostgresSchemaVersion = 2;
 
 struct PostgresOptions {
   bool read_only = false;

@@ -57,8 +57,10 @@ class PostgresHarness final : public StoreHarness {
     return schema_.raw().ExecScript(absl::StrCat("DELETE FROM journal WHERE seq = ", seq));
   }
   absl::Status CorruptSnapshotPayload(int64_t seq) override {
-    return schema_.raw().ExecScript(
-        absl::StrCat("UPDATE snapshots SET payload = payload || '\\x21'::bytea WHERE seq = ", seq));
+    // A snapshot written in parts is damaged in its first part.
+    return schema_.raw().ExecScript(absl::StrCat(
+        "UPDATE snapshots SET payload = payload || '\\x21'::bytea WHERE seq = ", seq,
+        "; UPDATE snapshot_parts SET bytes = bytes || '\\x21'::bytea WHERE part = 0 AND seq = ", seq));
   }
   absl::Status FailWritesOfLoansBorrowedBy(const std::string& borrower) override {
     // A trigger fails the insert inside the server, after the batch's

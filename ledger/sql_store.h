@@ -10,6 +10,9 @@
 
 #include <cstdint>
 #include <optional>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -66,6 +69,13 @@ class SqlStore : public Store {
   virtual absl::Status PutSnapshot(const SnapshotRecord& snapshot, uint32_t checksum) = 0;
   // Deletes snapshots but the earliest and the `kept` latest.
   virtual absl::Status PruneSnapshots(int kept) = 0;
+  // Parted snapshots (store.h SnapshotPart): an upsert by (seq, index); how
+  // many of parts 0..parts-1 of `seq` are stored; the row; and the deletion
+  // of every part no parted row names, after a snapshot row was written.
+  virtual absl::Status PutSnapshotPart(const SnapshotPart& part) = 0;
+  virtual absl::StatusOr<int64_t> CountSnapshotParts(int64_t seq, int64_t parts) = 0;
+  virtual absl::Status PutPartedSnapshot(const PartedSnapshot& snapshot) = 0;
+  virtual absl::Status DeleteUnnamedSnapshotParts() = 0;
 
  private:
   const bool read_only_;
@@ -74,6 +84,11 @@ class SqlStore : public Store {
 // A snapshot read back from its row: DATA_LOSS (journal_damage.h) when its
 // stored checksum does not match; rows from before checksums (NULL) pass.
 absl::StatusOr<SnapshotRecord> CheckedSnapshot(SnapshotRecord snapshot, std::optional<uint32_t> stored_checksum);
+// A parted snapshot from its row (`row`'s payload is ignored) and its parts
+// as read, (index, bytes) in index order: DATA_LOSS (journal_damage.h) when
+// parts 0..parts-1 are not all there or the checksum does not match.
+absl::StatusOr<SnapshotRecord> AssembledSnapshot(SnapshotRecord row, int64_t parts, uint32_t stored_checksum,
+                                                 const std::vector<std::pair<int64_t, std::string>>& read);
 
 }  // namespace tidegate::ledger
 

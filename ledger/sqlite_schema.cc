@@ -66,6 +66,18 @@ CREATE INDEX loans_by_lender ON loans(lender, day);
     R"sql(
 ALTER TABLE snapshots ADD COLUMN checksum INTEGER;
 )sql",
+    // 3 -> 4: snapshots written in parts over several commits, so no one
+    // transaction carries the whole state. A row with `parts` set has an
+    // empty payload and reads its parts 0..parts-1 in order; rows written
+    // before have NULL and hold their payload whole.
+    R"sql(
+CREATE TABLE snapshot_parts(
+  seq INTEGER NOT NULL,
+  part INTEGER NOT NULL,
+  bytes BLOB NOT NULL,
+  PRIMARY KEY(seq, part));
+ALTER TABLE snapshots ADD COLUMN parts INTEGER;
+)sql",
 };
 static_assert(std::size(kMigrations) == kSchemaVersion);
 

@@ -9,6 +9,8 @@
 //   v2  indexes for the queries: jobs in creation order (all, by team, by state),
 //       loans by lender
 //   v3  snapshots.checksum (store.h SnapshotChecksum); NULL on older rows
+//   v4  snapshot_parts and snapshots.parts (store.h SnapshotPart); NULL on
+//       older rows, which hold their payload whole
 #ifndef TIDEGATE_LEDGER_SQLITE_SCHEMA_H_
 #define TIDEGATE_LEDGER_SQLITE_SCHEMA_H_
 
@@ -23,7 +25,7 @@
 namespace tidegate::ledger {
 
 // The version this binary writes.
-inline constexpr int64_t kSchemaVersion = 3;
+inline constexpr int64_t kSchemaVersion = 4;
 
 // The file's version: 0 for an empty file. FAILED_PRECONDITION when the file
 // has tables but no meta table (some other program's database).

@@ -59,12 +59,24 @@ constexpr char kPutSnapshot[] =
 constexpr char kPruneSnapshots[] =
     "DELETE FROM snapshots WHERE seq > (SELECT min(seq) FROM snapshots) "
     "AND seq NOT IN (SELECT seq FROM snapshots ORDER BY seq DESC LIMIT ?1)";
+constexpr char kPutSnapshotPart[] = "INSERT OR REPLACE INTO snapshot_parts(seq, part, bytes) VALUES(?1, ?2, ?3)";
+constexpr char kCountSnapshotParts[] = "SELECT count(*) FROM snapshot_parts WHERE seq = ?1 AND part < ?2";
+constexpr char kPutPartedSnapshot[] =
+    "INSERT OR REPLACE INTO snapshots(seq, at_ms, payload, checksum, parts) VALUES(?1, ?2, X'', ?3, ?4)";
+#define TIDEGATE_UNNAMED_PARTS                                                 \
+  "FROM snapshot_parts WHERE NOT EXISTS (SELECT 1 FROM snapshots s WHERE s.seq = " \
+  "snapshot_parts.seq AND snapshot_parts.part < coalesce(s.parts, 0))"
+constexpr char kDeleteUnnamedParts[] = "DELETE " TIDEGATE_UNNAMED_PARTS;
+constexpr char kCountUnnamedParts[] = "SELECT count(*) " TIDEGATE_UNNAMED_PARTS;
+#undef TIDEGATE_UNNAMED_PARTS
+constexpr char kSnapshotParts[] = "SELECT part, bytes FROM snapshot_parts WHERE seq = ?1 AND part < ?2 ORDER BY part";
+constexpr char kBeginRead[] = "BEGIN";
 constexpr char kLatestSnapshot[] =
-    "SELECT seq, at_ms, payload, checksum FROM snapshots ORDER BY seq DESC LIMIT 1";
+    "SELECT seq, at_ms, payload, checksum, parts FROM snapshots ORDER BY seq DESC LIMIT 1";
 constexpr char kEarliestSnapshot[] =
-    "SELECT seq, at_ms, payload, checksum FROM snapshots ORDER BY seq ASC LIMIT 1";
+    "SELECT seq, at_ms, payload, checksum, parts FROM snapshots ORDER BY seq ASC LIMIT 1";
 constexpr char kSnapshotBefore[] =
-    "SELECT seq, at_ms, payload, checksum FROM snapshots WHERE seq < ?1 ORDER BY seq DESC LIMIT 1";
+    "SELECT seq, at_ms, payload, checksum, parts FROM snapshots WHERE seq < ?1 ORDER BY seq DESC LIMIT 1";
 constexpr char kReadJournal[] =
     "SELECT seq, at_ms, kind, payload, checksum FROM journal WHERE seq > ?1 ORDER BY seq";
 #define TIDEGATE_JOB_COLUMNS                                                                    \
@@ -142,6 +154,13 @@ class SqliteStore final : public SqlStore {
       TIDEGATE_RETURN_IF_ERROR(CheckStoredRecord(record, expected));
       TIDEGATE_RETURN_IF_ERROR(fn(record));
     }
+  }
+
+  absl::StatusOr<int64_t> UnfinishedSnapshotParts() override {
+    TIDEGATE_ASSIGN_STMT(stmt, cache_, kCountUnnamedParts);
+    absl::StatusOr<bool> row = stmt.Step();
+    if (!row.ok()) return row.status();
+    return stmt.Int(0);
   }
 
   absl::StatusOr<std::vector<JobRow>> Jobs(const JobFilter& filter) override {
@@ -266,18 +285,78 @@ class SqliteStore final : public SqlStore {
     return prune.Run();
   }
 
+  absl::Status PutSnapshotPart(const SnapshotPart& part) override {
+    TIDEGATE_ASSIGN_STMT(stmt, cache_, kPutSnapshotPart);
+    stmt.BindInt(1, part.seq);
+    stmt.BindInt(2, part.index);
+    stmt.BindBlob(3, part.bytes);
+    return stmt.Run();
+  }
+
+  absl::StatusOr<int64_t> CountSnapshotParts(int64_t seq, int64_t parts) override {
+    TIDEGATE_ASSIGN_STMT(stmt, cache_, kCountSnapshotParts);
+    stmt.BindInt(1, seq);
+    stmt.BindInt(2, parts);
+    absl::StatusOr<bool> row = stmt.Step();
+    if (!row.ok()) return row.status();
+    return stmt.Int(0);
+  }
+
+  absl::Status PutPartedSnapshot(const PartedSnapshot& snapshot) override {
+    TIDEGATE_ASSIGN_STMT(stmt, cache_, kPutPartedSnapshot);
+    stmt.BindInt(1, snapshot.seq);
+    stmt.BindInt(2, snapshot.at_ms);
+    stmt.BindInt(3, snapshot.checksum);
+    stmt.BindInt(4, snapshot.parts);
+    return stmt.Run();
+  }
+
+  absl::Status DeleteUnnamedSnapshotParts() override { return Run(kDeleteUnnamedParts); }
+
   absl::StatusOr<std::optional<SnapshotRecord>> ReadSnapshot(SnapshotQuery which,
                                                              std::optional<int64_t> bound) override {
+    // The row and its parts from one read transaction, so a writer in
+    // another process pruning the snapshot in between cannot tear it.
+    const bool own_transaction = sqlite3_get_autocommit(db_) != 0;
+    if (own_transaction) TIDEGATE_RETURN_IF_ERROR(Run(kBeginRead));
+    absl::StatusOr<std::optional<SnapshotRecord>> read = ReadSnapshotRows(which, bound);
+    if (own_transaction && sqlite3_get_autocommit(db_) == 0) {
+      absl::Status ended = Run(kCommit);
+      if (!ended.ok()) Run(kRollback).IgnoreError();
+      if (read.ok() && !ended.ok()) return ended;
+    }
+    return read;
+  }
+
+  absl::StatusOr<std::optional<SnapshotRecord>> ReadSnapshotRows(SnapshotQuery which, std::optional<int64_t> bound) {
     const char* sql = which == SnapshotQuery::kLatest     ? kLatestSnapshot
                       : which == SnapshotQuery::kEarliest ? kEarliestSnapshot
                                                           : kSnapshotBefore;
-    TIDEGATE_ASSIGN_STMT(stmt, cache_, sql);
-    if (bound.has_value()) stmt.BindInt(1, *bound);
-    absl::StatusOr<bool> row = stmt.Step();
-    if (!row.ok()) return row.status();
-    if (!*row) return std::nullopt;
-    return CheckedSnapshot(SnapshotRecord{stmt.Int(0), stmt.Int(1), stmt.Blob(2)},
-                           stmt.IsNull(3) ? std::nullopt : std::optional<uint32_t>(static_cast<uint32_t>(stmt.Int(3))));
+    SnapshotRecord record;
+    std::optional<uint32_t> checksum;
+    int64_t parts = 0;
+    {
+      TIDEGATE_ASSIGN_STMT(stmt, cache_, sql);
+      if (bound.has_value()) stmt.BindInt(1, *bound);
+      absl::StatusOr<bool> row = stmt.Step();
+      if (!row.ok()) return row.status();
+      if (!*row) return std::nullopt;
+      record = SnapshotRecord{stmt.Int(0), stmt.Int(1), stmt.Blob(2)};
+      if (!stmt.IsNull(3)) checksum = static_cast<uint32_t>(stmt.Int(3));
+      if (!stmt.IsNull(4)) parts = stmt.Int(4);
+    }
+    if (parts <= 0) return CheckedSnapshot(std::move(record), checksum);
+    TIDEGATE_ASSIGN_STMT(stmt, cache_, kSnapshotParts);
+    stmt.BindInt(1, record.seq);
+    stmt.BindInt(2, parts);
+    std::vector<std::pair<int64_t, std::string>> read;
+    for (;;) {
+      absl::StatusOr<bool> row = stmt.Step();
+      if (!row.ok()) return row.status();
+      if (!*row) break;
+      read.emplace_back(stmt.Int(0), stmt.Blob(1));
+    }
+    return AssembledSnapshot(std::move(record), parts, checksum.value_or(0), read);
   }
 
   static JobRow ReadJob(const Statement& stmt) {

@@ -83,8 +83,10 @@ class SqliteHarness final : public StoreHarness {
     return RawDb(path_).Exec(absl::StrCat("DELETE FROM journal WHERE seq = ", seq));
   }
   absl::Status CorruptSnapshotPayload(int64_t seq) override {
+    // A snapshot written in parts is damaged in its first part.
     return RawDb(path_).Exec(
-        absl::StrCat("UPDATE snapshots SET payload = payload || X'21' WHERE seq = ", seq));
+        absl::StrCat("UPDATE snapshots SET payload = payload || X'21' WHERE seq = ", seq,
+                     "; UPDATE snapshot_parts SET bytes = bytes || X'21' WHERE part = 0 AND seq = ", seq));
   }
   absl::Status FailWritesOfLoansBorrowedBy(const std::string& borrower) override {
     // The loans are the last rows Commit writes before the snapshot.
@@ -229,7 +231,7 @@ TEST_F(SqliteStoreTest, ReadOnlyRefusesAFileThatNeedsMigration) {
   ASSERT_TRUE(RawDb(path_).Exec(kVersion1).ok());
   absl::Status status = OpenSqliteStore(path_, ReadOnly()).status();
   EXPECT_EQ(status.code(), absl::StatusCode::kFailedPrecondition);
-  EXPECT_THAT(status.message(), HasSubstr("version 1 is older than this binary's version 3"));
+  EXPECT_THAT(status.message(), HasSubstr(absl::StrCat("version 1 is older than this binary's version ", kSchemaVersion)));
 }
 
 TEST_F(SqliteStoreTest, RefusesAFileFromANewerBinary) {
@@ -239,7 +241,7 @@ TEST_F(SqliteStoreTest, RefusesAFileFromANewerBinary) {
     absl::Status status = OpenSqliteStore(path_, SqliteOptions{true, read_only}).status();
     EXPECT_EQ(status.code(), absl::StatusCode::kFailedPrecondition);
     EXPECT_THAT(status.message(),
-                HasSubstr("schema version 7 is newer than this binary's version 3"));
+                HasSubstr(absl::StrCat("schema version 7 is newer than this binary's version ", kSchemaVersion)));
   }
   EXPECT_EQ(RawDb(path_).Query("SELECT value FROM meta WHERE key = 'schema_version'"), "7");
 }

@@ -16,6 +16,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -39,6 +40,28 @@ struct SnapshotRecord {
   int64_t seq = 0;
   int64_t at_ms = 0;
   std::string payload;
+};
+
+// One piece of a snapshot written over several commits, so that no single
+// transaction carries the whole state (tens of MB at 100k jobs would hold
+// SQLite's one writer for seconds). A snapshot in parts becomes readable only
+// when its PartedSnapshot row is committed; parts no row names (a writer
+// that stopped midway) are never read, and are deleted by the next commit of
+// a snapshot row.
+struct SnapshotPart {
+  int64_t seq = 0;    // the snapshot's seq
+  int64_t index = 0;  // 0, 1, 2, ... in payload order
+  std::string bytes;
+};
+
+// The row that makes a snapshot written in parts readable: committed with or
+// after the last of its parts. `checksum` is SnapshotChecksum of the whole
+// (the parts concatenated in index order, seq, at_ms), checked on every read.
+struct PartedSnapshot {
+  int64_t seq = 0;
+  int64_t at_ms = 0;
+  int64_t parts = 0;
+  uint32_t checksum = 0;
 };
 
 // Latest known state of one job (query table `jobs`).
@@ -83,6 +106,10 @@ struct Batch {
   std::vector<UsageRow> usage;          // added to existing rows.
   std::vector<LoanRow> loans;           // added to existing rows.
   std::optional<SnapshotRecord> snapshot;
+  // A snapshot written over several batches: parts (upserts by seq, index),
+  // then the row naming them. A batch holds at most one of the two rows.
+  std::vector<SnapshotPart> snapshot_parts;
+  std::optional<PartedSnapshot> parted_snapshot;
 };
 
 struct JobFilter {
@@ -100,7 +127,11 @@ class Store {
   // checksum is not Checksum(payload), a key (job id, team, resource,
   // borrower, lender) is empty or a day is not YYYY-MM-DD. Either way nothing
   // is written (ledger/batch_rules.h). An empty batch is a no-op.
+  // A parted snapshot is refused FAILED_PRECONDITION unless parts 0..parts-1
+  // of its seq are stored (by this batch or earlier ones).
   // Snapshots kept: the earliest and the 3 latest; older ones are pruned.
+  // Committing a snapshot row (either kind) deletes every part that no
+  // parted snapshot row names.
   virtual absl::Status Commit(const Batch& batch) = 0;
 
   virtual absl::StatusOr<int64_t> LastSeq() = 0;  // 0 when empty.
@@ -108,6 +139,8 @@ class Store {
   // read checks: a snapshot that does not match is DATA_LOSS naming its seq
   // (ledger/journal_damage.h: DamagedSnapshotSeq), so a reader can fall back
   // to an older one with SnapshotBefore.
+  // A snapshot written in parts reads back whole; a missing part is DATA_LOSS
+  // naming its seq, like a checksum mismatch.
   // The snapshot with the highest seq, or nullopt when there is none.
   virtual absl::StatusOr<std::optional<SnapshotRecord>> LatestSnapshot() = 0;
   // The snapshot with the lowest seq (the initial state), or nullopt.
@@ -120,6 +153,10 @@ class Store {
   // its seq (ledger/journal_damage.h: DamageOf). fn may call the store.
   virtual absl::Status ReadJournal(int64_t after_seq,
                                    const std::function<absl::Status(const JournalRecord&)>& fn) = 0;
+
+  // Stored snapshot parts that no snapshot row names: those of a snapshot
+  // being written, or of one whose writer stopped midway.
+  virtual absl::StatusOr<int64_t> UnfinishedSnapshotParts() = 0;
 
   // Ordered by (created_at_ms, job).
   virtual absl::StatusOr<std::vector<JobRow>> Jobs(const JobFilter& filter) = 0;
@@ -163,6 +200,8 @@ uint32_t Checksum(const std::string& payload);
 // CRC-32 of a snapshot's payload, then its seq and at_ms (so a snapshot
 // moved to another seq does not match either).
 uint32_t SnapshotChecksum(const SnapshotRecord& snapshot);
+// The same for a payload held elsewhere (e.g. a snapshot read from a pipe).
+uint32_t SnapshotChecksum(std::string_view payload, int64_t seq, int64_t at_ms);
 
 }  // namespace tidegate::ledger
 

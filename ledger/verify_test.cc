@@ -109,6 +109,26 @@ TEST(CheckJournalTest, StopsListingAtTheLimit) {
   EXPECT_THAT(FormatReport(*report), HasSubstr("(more problems not listed)"));
 }
 
+TEST(CheckJournalTest, ASnapshotWrittenInPartsIsCheckedWholeAndListedWhenAPartIsDamaged) {
+  auto store = StoreWithEntries(4);
+  Batch more;
+  const std::string payload = "command 5";
+  more.journal.push_back({5, 5, "submit", payload, Checksum(payload)});
+  more.snapshot_parts = {SnapshotPart{5, 0, "sta"}, SnapshotPart{5, 1, "te"}};
+  more.parted_snapshot = PartedSnapshot{5, 5, 2, SnapshotChecksum(SnapshotRecord{5, 5, "state"})};
+  ASSERT_TRUE(store->Commit(more).ok());
+  auto sound = CheckJournal(*store);
+  ASSERT_TRUE(sound.ok()) << sound.status();
+  EXPECT_TRUE(sound->ok()) << FormatReport(*sound);
+  EXPECT_EQ(sound->latest_snapshot_seq, 5);
+
+  ASSERT_TRUE(CorruptMemorySnapshotForTest(*store, 5).ok());  // its first part
+  auto damaged = CheckJournal(*store);
+  ASSERT_TRUE(damaged.ok()) << damaged.status();
+  EXPECT_THAT(damaged->problems, ElementsAre(FieldsAre(5, HasSubstr("snapshot at seq 5: stored checksum"))));
+  EXPECT_EQ(damaged->earliest_snapshot_seq, 4);
+}
+
 TEST(CheckJournalTest, ADamagedSnapshotIsListedAndTheOthersStillCount) {
   auto store = StoreWithEntries(4);
   Batch more;

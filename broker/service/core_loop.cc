@@ -24,6 +24,7 @@ CoreLoop::CoreLoop(std::unique_ptr<core::Broker> broker, std::unique_ptr<ledger:
                    CoreLoopOptions options, int64_t seq)
     : broker_(std::move(broker)), store_(std::move(store)), clock_(clock), options_(options), seq_(seq) {
   last_snapshot_seq_ = seq;
+  snapshot_row_seq_ = seq;
   last_accounting_ = broker_->Now();
   last_tick_ = clock_->NowMs();
   published_ = ReadModel::Build(*broker_, seq_);
@@ -230,10 +231,14 @@ void CoreLoop::Run() {
       // refused), so waiting for it would spin.
       core::Time next = last_tick_ + TickMs(*broker_);
       if (auto d = broker_->NextDeadline(); d && !core_dirty_) next = std::min(next, *d);
+      if (SnapshotPartsPending()) next = 0;  // an idle writer writes them on
       if (!ledger_health_.ok()) next = retry_commit_at_;
       const core::Time wait = std::max<core::Time>(0, next - clock_->NowMs());
-      auto work = [this]() ABSL_SHARED_LOCKS_REQUIRED(mu_) { return !queue_.empty() || stopping_; };
+      auto work = [this]() ABSL_SHARED_LOCKS_REQUIRED(mu_) {
+        return !queue_.empty() || stopping_ || snapshot_captured_;
+      };
       mu_.AwaitWithTimeout(absl::Condition(&work), absl::Milliseconds(wait));
+      snapshot_captured_ = false;  // CollectSnapshot below takes the result
       while (!queue_.empty() && static_cast<int64_t>(batch.size()) < options_.max_batch) {
         batch.push_back(std::move(queue_.front()));
         queue_.pop_front();
@@ -242,6 +247,7 @@ void CoreLoop::Run() {
     }
     const core::Time now = clock_->NowMs();
     last_wake_ms_.store(now, std::memory_order_relaxed);
+    CollectSnapshot();
     if (!LedgerHealth().ok()) {
       // Writes are refused until the retry; the retry first needs a core
       // that holds exactly what the ledger does.
@@ -256,6 +262,7 @@ void CoreLoop::Run() {
       last_tick_ = now - TickMs(*broker_);
     }
     if (!batch.empty() || TickDue(now)) ApplyBatch(std::move(batch));
+    WriteSnapshotPartAlone();  // when no batch carried one
     if (stop) break;
   }
   if (auto s = Snapshot(); !s.ok()) spdlog::error("ledger: final snapshot failed: {}", s.ToString());

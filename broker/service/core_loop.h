@@ -18,7 +18,8 @@
 // The implementation is split by concept: core_loop.cc (the queue, the
 // threads, answering), core_loop_batch.cc (one batch: apply, journal, job
 // rows, commit, publish, the commit-failure path, snapshots),
-// core_loop_accounting.cc (usage and loan rows).
+// core_loop_accounting.cc (usage and loan rows), core_loop_snapshot.cc
+// (periodic snapshots, captured in a child process and written in parts).
 #ifndef TIDEGATE_BROKER_SERVICE_CORE_LOOP_H_
 #define TIDEGATE_BROKER_SERVICE_CORE_LOOP_H_
 
@@ -39,6 +40,7 @@
 #include "broker/core/broker.h"
 #include "broker/service/clock.h"
 #include "broker/service/read_model.h"
+#include "broker/service/snapshot_capture.h"
 #include "broker/ledger_ops/recovery.h"
 #include "ledger/accounting.h"
 #include "ledger/store.h"
@@ -73,7 +75,12 @@ struct BatchStats {
 };
 
 struct CoreLoopOptions {
-  int64_t snapshot_every = 10000;   // journal entries between snapshots.
+  // Journal entries between snapshots. A periodic snapshot is captured by a
+  // forked child right after a commit (snapshot_capture.h) and written in
+  // parts of snapshot_part_bytes, one part per commit, so no batch waits for
+  // the whole state; the snapshot at Open and at Stop is written at once.
+  int64_t snapshot_every = 10000;
+  int64_t snapshot_part_bytes = 256 * 1024;
   int64_t max_batch = 1024;         // commands per group commit.
   int64_t accounting_every_ms = 1000;
   // After a failed commit, writes are refused at once for this long; then
@@ -146,6 +153,13 @@ class CoreLoop {
   // stuck or dead writer from an idle one (it wakes at least every tick).
   // 0 once the thread has ended.
   int64_t LastLoopWakeMs() const { return last_wake_ms_.load(std::memory_order_relaxed); }
+  // Periodic snapshots whose capture failed (the child failed or died, fork
+  // failed) or whose parts could not be written; each is retried after
+  // another snapshot_every entries, and nothing is lost meanwhile: the
+  // journal holds every entry since the previous snapshot.
+  int64_t SnapshotFailures() const { return snapshot_failures_.load(std::memory_order_relaxed); }
+  // The next `n` snapshot children exit with an error before writing.
+  void FailSnapshotChildrenForTests(int n) { fail_snapshot_children_.store(n); }
   ledger::Store& store_for_tests() { return *store_; }
   int64_t last_seq() const { return seq_; }
   const CoreLoopOptions& options() const { return options_; }
@@ -187,7 +201,18 @@ class CoreLoop {
   // Submit and DryRun: the same size limit, field scrubbing and queue bound.
   void Enqueue(internal::v1::Command command, Done done, bool dry_run);
   absl::Status Snapshot();
-  std::vector<core::Event> DryRunEvents(const internal::v1::Command& command, core::Time now) const;
+  // Periodic snapshots (core_loop_snapshot.cc), all on the loop thread:
+  // the parts (and at the end the row) of a captured snapshot, added to a
+  // batch about to commit; what a committed batch advances; starting a
+  // capture of the state just committed when one is due; taking a finished
+  // capture and writing a part alone when no batch carried one.
+  void AddSnapshotParts(ledger::Batch* out);
+  void SnapshotPartsCommitted(const ledger::Batch& committed);
+  void MaybeStartSnapshot(core::Time now);
+  void CollectSnapshot();
+  void WriteSnapshotPartAlone();
+  bool SnapshotPartsPending() const { return snapshot_parts_.has_value(); }
+  void AbandonSnapshot(const std::string& why);  std::vector<core::Event> DryRunEvents(const internal::v1::Command& command, core::Time now) const;
   void Publish(const std::vector<core::Event>& events, const std::vector<std::string>& touched);
 
   // Usage and loans: observes the leaves of `changed_teams` (every team when
@@ -246,6 +271,31 @@ class CoreLoop {
   PublishedChange answers_change_ ABSL_GUARDED_BY(answers_mu_);
   bool answers_done_ ABSL_GUARDED_BY(answers_mu_) = false;
   std::thread responder_;
+
+  // Periodic snapshots (loop thread only, besides the capture's own thread).
+  // The seq of the newest snapshot row committed (or at Open, the recovered
+  // seq): the final snapshot is skipped when nothing came after it.
+  int64_t snapshot_row_seq_ = 0;
+  struct SnapshotInParts {
+    int64_t seq = 0;
+    core::Time at_ms = 0;
+    MappedBytes payload;
+    uint32_t checksum = 0;
+    int64_t parts = 0;
+    int64_t next = 0;       // the first part not yet committed
+    int64_t capture_ms = 0;  // fork to bytes, for the log
+    int64_t fork_us = 0;     // the writer's time in fork(), for the log
+  };
+  std::optional<SnapshotInParts> snapshot_parts_;
+  bool parts_in_last_batch_ = false;
+  std::atomic<int64_t> snapshot_failures_{0};
+  std::atomic<int> fail_snapshot_children_{0};
+  int64_t capture_seq_ = 0;
+  int64_t capture_fork_us_ = 0;
+  core::Time capture_at_ms_ = 0;
+  bool snapshot_captured_ ABSL_GUARDED_BY(mu_) = false;  // wakes the loop
+  // Last: destroyed first, its thread (which takes mu_) joined before the rest.
+  std::unique_ptr<SnapshotCapture> capture_;
 };
 
 }  // namespace tidegate::service

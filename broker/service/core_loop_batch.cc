@@ -107,10 +107,7 @@ void CoreLoop::ApplyBatch(std::vector<Pending> batch) {
   // rows are written about once a second, merged by the accountant.
   Account(now, now - last_accounting_ >= options_.accounting_every_ms || all_teams, &out.usage, &out.loans,
           all_teams ? nullptr : &changed_teams);
-  if (seq_ - last_snapshot_seq_ >= options_.snapshot_every) {
-    out.snapshot = ledger::SnapshotRecord{seq_, now, broker_->Snapshot().SerializeAsString()};
-    last_snapshot_seq_ = seq_;
-  }
+  AddSnapshotParts(&out);  // of a snapshot captured earlier (core_loop_snapshot.cc)
   AddUnwrittenRows(&out);
   const auto commit_started = std::chrono::steady_clock::now();
   const absl::Status committed = store_->Commit(out);
@@ -124,6 +121,7 @@ void CoreLoop::ApplyBatch(std::vector<Pending> batch) {
   }
   unwritten_usage_.clear();
   unwritten_loans_.clear();
+  SnapshotPartsCommitted(out);
   if (!LedgerHealth().ok()) {
     spdlog::info("ledger: a commit succeeded again (seq {}); accepting writes", seq_);
     SetLedgerHealth(absl::OkStatus());
@@ -146,6 +144,8 @@ void CoreLoop::ApplyBatch(std::vector<Pending> batch) {
     answers.emplace_back(std::move(batch[i].done), Applied{std::move(results[i]), model});
   }
   QueueAnswers(std::move(answers), &touched);
+  // The state is exactly the committed seq_: a due snapshot captures it now.
+  MaybeStartSnapshot(now);
 }
 
 void CoreLoop::AddJobRows(const std::vector<std::string>& touched,
@@ -260,14 +260,15 @@ std::vector<core::Event> CoreLoop::DryRunEvents(const internal::v1::Command& com
 }
 
 absl::Status CoreLoop::Snapshot() {
+  AbandonSnapshot("");  // this one, written at once, supersedes one in progress
   // A core holding a refused batch must never reach the ledger.
   if (core_dirty_ && !ReloadCore()) return absl::UnavailableError("the core could not be reloaded");
-  if (seq_ == last_snapshot_seq_) return absl::OkStatus();
+  if (seq_ == snapshot_row_seq_) return absl::OkStatus();
   ledger::Batch out;
   out.snapshot = ledger::SnapshotRecord{seq_, broker_->Now(), broker_->Snapshot().SerializeAsString()};
   Account(broker_->Now(), /*take_rows=*/true, &out.usage, &out.loans);
   auto s = store_->Commit(out);
-  if (s.ok()) last_snapshot_seq_ = seq_;
+  if (s.ok()) last_snapshot_seq_ = snapshot_row_seq_ = seq_;
   return s;
 }
 

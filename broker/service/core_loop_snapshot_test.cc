@@ -1,0 +1,209 @@
+// Periodic snapshots of the single writer (core_loop_snapshot.cc): captured by
+// a child process and written in parts over later commits, they restore to
+// exactly the core's state at their seq; a failed capture leaves the ledger on
+// the previous snapshot plus the journal, and a later one succeeds.
+#include <chrono>
+#include <future>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "broker/ledger_ops/recovery.h"
+#include "broker/service/core_loop.h"
+#include "gmock/gmock.h"
+#include "google/protobuf/text_format.h"
+#include "google/protobuf/util/message_differencer.h"
+#include "gtest/gtest.h"
+#include "ledger/forwarding_store.h"
+
+namespace tidegate::service {
+namespace {
+
+constexpr char kConfig[] = R"pb(
+  clusters { name: "a" capacity { key: "gpu" value: 8 } }
+  teams { name: "research" quota { key: "gpu" value { guaranteed: 8 } } }
+)pb";
+
+internal::v1::Command Submit(const std::string& id) {
+  internal::v1::Command c;
+  c.mutable_submit()->set_job(id);
+  c.mutable_submit()->set_team("research");
+  (*c.mutable_submit()->mutable_per_replica())["gpu"] = 1;
+  return c;
+}
+
+// What each commit carried, as the writer sent it.
+struct CommitShape {
+  int64_t last_journal_seq = 0;  // 0: no journal entries
+  size_t parts = 0;
+  bool parted_row = false;
+  bool whole_snapshot = false;
+};
+
+class RecordingStore : public ledger::ForwardingStore {
+ public:
+  using ForwardingStore::ForwardingStore;
+  absl::Status Commit(const ledger::Batch& batch) override {
+    absl::Status status = ForwardingStore::Commit(batch);
+    if (status.ok()) {
+      std::lock_guard<std::mutex> lock(mu_);
+      shapes_.push_back({batch.journal.empty() ? 0 : batch.journal.back().seq, batch.snapshot_parts.size(),
+                         batch.parted_snapshot.has_value(), batch.snapshot.has_value()});
+    }
+    return status;
+  }
+  std::vector<CommitShape> shapes() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return shapes_;
+  }
+
+ private:
+  std::mutex mu_;
+  std::vector<CommitShape> shapes_;
+};
+
+class CoreLoopSnapshotTest : public ::testing::Test {
+ protected:
+  void Open(CoreLoopOptions options) {
+    v1::Config config;
+    ASSERT_TRUE(google::protobuf::TextFormat::ParseFromString(kConfig, &config));
+    auto loop = CoreLoop::Open(config, std::make_unique<RecordingStore>(memory_.get()), &clock_, options, /*init=*/true);
+    ASSERT_TRUE(loop.ok()) << loop.status();
+    loop_ = *std::move(loop);
+  }
+  void Run(internal::v1::Command command) {
+    std::promise<absl::Status> answer;
+    loop_->Submit(std::move(command), [&](absl::StatusOr<Applied> a) { answer.set_value(a.status()); });
+    ASSERT_TRUE(answer.get_future().get().ok());
+  }
+  // Submits jobs, one batch each, until `done` holds (false at the deadline).
+  bool SubmitUntil(const std::function<bool()>& done) {
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+    while (!done()) {
+      if (std::chrono::steady_clock::now() > deadline) return false;
+      Run(Submit("j" + std::to_string(next_job_++)));
+    }
+    return true;
+  }
+  int64_t LatestSnapshotSeq() {
+    auto latest = memory_->LatestSnapshot();
+    EXPECT_TRUE(latest.ok()) << latest.status();
+    return latest.ok() && latest->has_value() ? (*latest)->seq : -1;
+  }
+  // The core rebuilt from the initial snapshot and the journal up to `seq`,
+  // one command at a time: what a snapshot at `seq` must hold.
+  internal::v1::CoreSnapshot Replayed(int64_t seq) {
+    internal::v1::CoreSnapshot initial;
+    EXPECT_TRUE(initial.ParseFromString(memory_->EarliestSnapshot().value().value().payload));
+    auto broker = core::Broker::Restore(initial).value();
+    EXPECT_TRUE(memory_
+                    ->ReadJournal(0,
+                                  [&](const ledger::JournalRecord& rec) {
+                                    if (rec.seq > seq) return absl::OkStatus();
+                                    internal::v1::Command command;
+                                    EXPECT_TRUE(command.ParseFromString(rec.payload));
+                                    broker->Apply(command, rec.at_ms);
+                                    return absl::OkStatus();
+                                  })
+                    .ok());
+    return broker->Snapshot();
+  }
+
+  FakeClock clock_{1'000'000};
+  std::unique_ptr<ledger::Store> memory_ = ledger::NewMemoryStore();  // outlives loop_
+  int next_job_ = 0;
+  std::unique_ptr<CoreLoop> loop_;
+};
+
+TEST_F(CoreLoopSnapshotTest, ABackgroundSnapshotIsTheCoresStateAtItsSeqAndNoCommitCarriesTheWholeState) {
+  CoreLoopOptions options;
+  options.snapshot_every = 20;
+  options.snapshot_part_bytes = 64;  // many parts, so many commits
+  Open(options);
+  auto* recording = dynamic_cast<RecordingStore*>(&loop_->store_for_tests());
+  loop_->Start();
+  ASSERT_TRUE(SubmitUntil([&] { return LatestSnapshotSeq() > 0; }));
+  const ledger::SnapshotRecord stored = memory_->LatestSnapshot().value().value();
+  ASSERT_GE(stored.seq, 20);
+
+  internal::v1::CoreSnapshot parsed;
+  ASSERT_TRUE(parsed.ParseFromString(stored.payload));
+  const internal::v1::CoreSnapshot expected = Replayed(stored.seq);
+  std::string diff;
+  google::protobuf::util::MessageDifferencer differ;
+  differ.ReportDifferencesToString(&diff);
+  EXPECT_TRUE(differ.Compare(expected, parsed)) << diff;
+
+  // After the initial state, no commit carried a whole snapshot: parts, one
+  // per commit, and the row naming them only after the commit of its seq.
+  const std::vector<CommitShape> shapes = recording->shapes();
+  size_t parts = 0;
+  int64_t row_at = -1;
+  ASSERT_FALSE(shapes.empty());
+  EXPECT_TRUE(shapes[0].whole_snapshot);  // the initial state, at Open
+  for (size_t i = 1; i < shapes.size(); ++i) {
+    EXPECT_FALSE(shapes[i].whole_snapshot) << "commit " << i;
+    EXPECT_LE(shapes[i].parts, 1u) << "commit " << i;
+    parts += shapes[i].parts;
+    if (shapes[i].parted_row && row_at < 0) row_at = static_cast<int64_t>(i);
+  }
+  ASSERT_GE(row_at, 0);
+  EXPECT_GT(parts, 1u);
+  int64_t seq_at = -1;  // the commit that ended the journal at the snapshot's seq
+  for (size_t i = 0; i < shapes.size(); ++i) {
+    if (shapes[i].last_journal_seq == stored.seq) seq_at = static_cast<int64_t>(i);
+  }
+  ASSERT_GE(seq_at, 0);
+  EXPECT_GT(row_at, seq_at) << "the snapshot was written with the batch of its own seq";
+  EXPECT_EQ(loop_->SnapshotFailures(), 0);
+  // The next snapshot may be in progress by now; the final one at Stop
+  // replaces it, and its row deletes the parts already written.
+  loop_->Stop();
+  EXPECT_EQ(memory_->UnfinishedSnapshotParts().value(), 0);
+}
+
+TEST_F(CoreLoopSnapshotTest, AFailedCaptureLeavesThePreviousSnapshotAndTheJournalAndALaterOneSucceeds) {
+  CoreLoopOptions options;
+  options.snapshot_every = 5;
+  Open(options);
+  loop_->FailSnapshotChildrenForTests(1);
+  loop_->Start();
+  ASSERT_TRUE(SubmitUntil([&] { return loop_->SnapshotFailures() == 1; }));
+  EXPECT_EQ(LatestSnapshotSeq(), 0);  // only the initial state
+
+  // What a restart now would recover: the initial snapshot plus the journal.
+  absl::StatusOr<ledger_ops::RecoveredCore> recovered = ledger_ops::RecoverCore(*memory_);
+  ASSERT_TRUE(recovered.ok()) << recovered.status();
+  EXPECT_EQ(recovered->snapshot_seq, 0);
+  EXPECT_GE(recovered->seq, 5);
+  std::string diff;
+  google::protobuf::util::MessageDifferencer differ;
+  differ.ReportDifferencesToString(&diff);
+  EXPECT_TRUE(differ.Compare(Replayed(recovered->seq), recovered->broker->Snapshot())) << diff;
+
+  ASSERT_TRUE(SubmitUntil([&] { return LatestSnapshotSeq() > 0; }));
+  EXPECT_GE(LatestSnapshotSeq(), 10);
+  EXPECT_EQ(loop_->SnapshotFailures(), 1);
+  const int64_t snapshot_seq = LatestSnapshotSeq();
+  internal::v1::CoreSnapshot parsed;
+  ASSERT_TRUE(parsed.ParseFromString(memory_->LatestSnapshot().value().value().payload));
+  EXPECT_TRUE(differ.Compare(Replayed(snapshot_seq), parsed)) << diff;
+}
+
+TEST_F(CoreLoopSnapshotTest, StopWritesTheFinalSnapshotWholeEvenWithOneInProgress) {
+  CoreLoopOptions options;
+  options.snapshot_every = 5;
+  options.snapshot_part_bytes = 16;
+  Open(options);
+  loop_->Start();
+  // Seq 5 starts a capture; the final snapshot at Stop is due even when no
+  // entry came after it, and it is written at once, in one piece.
+  for (int i = 0; i < 5; ++i) Run(Submit("j" + std::to_string(next_job_++)));
+  loop_->Stop();
+  const int64_t last = memory_->LastSeq().value();
+  EXPECT_EQ(LatestSnapshotSeq(), last);
+  EXPECT_EQ(memory_->UnfinishedSnapshotParts().value(), 0);  // the abandoned one's parts are gone
+}
+
+}  // namespace
+}  // namespace tidegate::service
