@@ -175,6 +175,11 @@ std::string BrokerMetrics::Render(const service::ReadModel& model, const LiveFig
   w.Sample("tidegate_ledger_writable", {}, live.ledger_writable ? 1 : 0);
   w.Family("tidegate_writer_alive", Type::kGauge, "1 while the writer thread keeps waking up (at least every tick).");
   w.Sample("tidegate_writer_alive", {}, live.writer_alive ? 1 : 0);
+  // A failed capture loses nothing (the journal holds it), but while they
+  // keep failing a restart replays ever more of the journal.
+  w.Family("tidegate_snapshot_failures_total", Type::kCounter,
+           "Periodic snapshots whose capture or write failed (each retried after another --snapshot-every entries).");
+  w.Sample("tidegate_snapshot_failures_total", {}, static_cast<double>(live.snapshot_failures));
   w.Family("tidegate_journal_seq", Type::kGauge, "Sequence number of the latest published journal entry.");
   w.Sample("tidegate_journal_seq", {}, static_cast<double>(model.seq()));
   w.Family("tidegate_http_watch_requests", Type::kGauge, "Web view requests waiting for the next change.");

@@ -33,6 +33,7 @@ struct LiveFigures {
   bool writer_alive = true;
   int64_t watch_requests = 0;                  // web view long polls waiting
   int64_t lease_epoch = 0;                     // PostgreSQL: the lease led under; 0 = SQLite
+  int64_t snapshot_failures = 0;               // background snapshot captures that failed
 };
 
 // A standby broker's whole exposition: tidegate_leader 0, the lease epoch

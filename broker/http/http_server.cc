@@ -269,6 +269,7 @@ class HttpEndpoint final : public service::SideServer {
       live.ledger_writable = health.ledger.ok();
       live.writer_alive = Liveness(health).ok;
       live.lease_epoch = parts_.lease_epoch;
+      live.snapshot_failures = parts_.loop->SnapshotFailures();
       {
         std::lock_guard<std::mutex> lock(changes_->mu);
         live.watch_requests = changes_->watchers;

@@ -95,5 +95,24 @@ TEST_F(LoopHooks, CommittedDecisionsAreCountedAndRefusedOnesAreNot) {
   EXPECT_TRUE(Liveness(Health()).ok);
 }
 
+TEST_F(LoopHooks, FailedSnapshotCapturesAreCounted) {
+  loop_->Stop();
+  service::CoreLoopOptions options;
+  options.snapshot_every = 3;
+  auto loop = service::CoreLoop::Open(core::test_support::OneTeamConfig(), ledger::NewMemoryStore(), &clock_,
+                                      options, /*init=*/true);
+  ASSERT_TRUE(loop.ok()) << loop.status();
+  loop_ = *std::move(loop);
+  loop_->FailSnapshotChildrenForTests(1);
+  loop_->Start();
+  // The capture runs beside the writer: admit until its failure is counted.
+  for (int i = 0; i < 2000 && loop_->SnapshotFailures() == 0; ++i) ASSERT_TRUE(Admit("j" + std::to_string(i)).ok());
+  ASSERT_EQ(loop_->SnapshotFailures(), 1);
+  LiveFigures live;
+  live.snapshot_failures = loop_->SnapshotFailures();
+  EXPECT_THAT(metrics_.Render(*loop_->Published(), live), HasSubstr("tidegate_snapshot_failures_total 1\n"));
+  loop_->Stop();
+}
+
 }  // namespace
 }  // namespace tidegate::http
