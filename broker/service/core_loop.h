@@ -81,6 +81,10 @@ struct CoreLoopOptions {
   // the whole state; the snapshot at Open and at Stop is written at once.
   int64_t snapshot_every = 10000;
   int64_t snapshot_part_bytes = 256 * 1024;
+  // A capture still running after this long is killed and counted as
+  // failed: a child that hangs must not hold back every later snapshot
+  // (the journal, and so a restart's replay, would grow without bound).
+  int64_t snapshot_capture_timeout_ms = 10 * 60 * 1000;
   int64_t max_batch = 1024;         // commands per group commit.
   int64_t accounting_every_ms = 1000;
   // After a failed commit, writes are refused at once for this long; then
@@ -158,8 +162,11 @@ class CoreLoop {
   // another snapshot_every entries, and nothing is lost meanwhile: the
   // journal holds every entry since the previous snapshot.
   int64_t SnapshotFailures() const { return snapshot_failures_.load(std::memory_order_relaxed); }
-  // The next `n` snapshot children exit with an error before writing.
-  void FailSnapshotChildrenForTests(int n) { fail_snapshot_children_.store(n); }
+  // The next `n` snapshot children exit with an error (or hang) before writing.
+  void FailSnapshotChildrenForTests(int n, SnapshotChildFault fault = SnapshotChildFault::kExit) {
+    snapshot_child_fault_.store(fault);
+    fail_snapshot_children_.store(n);
+  }
   ledger::Store& store_for_tests() { return *store_; }
   int64_t last_seq() const { return seq_; }
   const CoreLoopOptions& options() const { return options_; }
@@ -290,6 +297,7 @@ class CoreLoop {
   bool parts_in_last_batch_ = false;
   std::atomic<int64_t> snapshot_failures_{0};
   std::atomic<int> fail_snapshot_children_{0};
+  std::atomic<SnapshotChildFault> snapshot_child_fault_{SnapshotChildFault::kExit};
   int64_t capture_seq_ = 0;
   int64_t capture_fork_us_ = 0;
   core::Time capture_at_ms_ = 0;

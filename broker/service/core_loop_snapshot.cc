@@ -8,6 +8,7 @@
 #include <chrono>
 #include <utility>
 
+#include "absl/strings/str_cat.h"
 #include "broker/service/core_loop.h"
 #include "spdlog/spdlog.h"
 
@@ -18,10 +19,10 @@ void CoreLoop::MaybeStartSnapshot(core::Time now) {
   if (capture_ != nullptr || snapshot_parts_.has_value() || core_dirty_) return;
   // Due or not, the next attempt comes after another snapshot_every entries.
   last_snapshot_seq_ = seq_;
-  bool fail_child = false;
+  SnapshotChildFault fault = SnapshotChildFault::kNone;
   for (int n = fail_snapshot_children_.load(); n > 0;) {
     if (fail_snapshot_children_.compare_exchange_weak(n, n - 1)) {
-      fail_child = true;
+      fault = snapshot_child_fault_.load();
       break;
     }
   }
@@ -30,7 +31,7 @@ void CoreLoop::MaybeStartSnapshot(core::Time now) {
     snapshot_captured_ = true;
   };
   const auto fork_started = std::chrono::steady_clock::now();
-  absl::StatusOr<std::unique_ptr<SnapshotCapture>> started = SnapshotCapture::Start(*broker_, seq_, now, wake, fail_child);
+  absl::StatusOr<std::unique_ptr<SnapshotCapture>> started = SnapshotCapture::Start(*broker_, seq_, now, wake, fault);
   capture_fork_us_ = std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - fork_started).count();
   if (!started.ok()) {
     snapshot_failures_.fetch_add(1, std::memory_order_relaxed);
@@ -44,7 +45,15 @@ void CoreLoop::MaybeStartSnapshot(core::Time now) {
 }
 
 void CoreLoop::CollectSnapshot() {
-  if (capture_ == nullptr || !capture_->Done()) return;
+  if (capture_ == nullptr) return;
+  if (!capture_->Done()) {
+    if (clock_->NowMs() - capture_at_ms_ > options_.snapshot_capture_timeout_ms) {
+      AbandonSnapshot(absl::StrCat("its capture ran over ", options_.snapshot_capture_timeout_ms,
+                                   " ms and its child was killed; the next is tried after ",
+                                   options_.snapshot_every, " more journal entries"));
+    }
+    return;
+  }
   std::unique_ptr<SnapshotCapture> capture = std::move(capture_);
   absl::StatusOr<MappedBytes> bytes = capture->TakeResult();
   if (!bytes.ok()) {

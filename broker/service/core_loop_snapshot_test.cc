@@ -162,6 +162,23 @@ TEST_F(CoreLoopSnapshotTest, ABackgroundSnapshotIsTheCoresStateAtItsSeqAndNoComm
   EXPECT_EQ(memory_->UnfinishedSnapshotParts().value(), 0);
 }
 
+TEST_F(CoreLoopSnapshotTest, ACaptureThatHangsIsKilledAfterItsTimeoutAndALaterOneSucceeds) {
+  CoreLoopOptions options;
+  options.snapshot_every = 5;
+  options.snapshot_capture_timeout_ms = 60'000;
+  Open(options);
+  loop_->FailSnapshotChildrenForTests(1, SnapshotChildFault::kHang);
+  loop_->Start();
+  // Six batches: the sixth is answered after the fifth started the capture.
+  for (int i = 0; i < 6; ++i) Run(Submit("j" + std::to_string(next_job_++)));
+  ASSERT_EQ(loop_->SnapshotFailures(), 0);
+  clock_.Advance(60'001);
+  ASSERT_TRUE(SubmitUntil([&] { return loop_->SnapshotFailures() == 1; }));
+  ASSERT_TRUE(SubmitUntil([&] { return LatestSnapshotSeq() > 0; }));
+  EXPECT_EQ(loop_->SnapshotFailures(), 1);
+  loop_->Stop();
+}
+
 TEST_F(CoreLoopSnapshotTest, AFailedCaptureLeavesThePreviousSnapshotAndTheJournalAndALaterOneSucceeds) {
   CoreLoopOptions options;
   options.snapshot_every = 5;

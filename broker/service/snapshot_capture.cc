@@ -35,7 +35,7 @@ bool WriteAll(int fd, const char* data, size_t size) {
 }
 
 // The child: only the core's code, malloc and system calls from here on.
-[[noreturn]] void RunChild(const core::Broker& broker, int write_fd, pid_t parent, bool fail_child) {
+[[noreturn]] void RunChild(const core::Broker& broker, int write_fd, pid_t parent, SnapshotChildFault fault) {
   // A signal meant for the broker (a shutdown) must not run its handlers here.
   signal(SIGTERM, SIG_DFL);
   signal(SIGINT, SIG_DFL);
@@ -44,7 +44,8 @@ bool WriteAll(int fd, const char* data, size_t size) {
   // broker's files open, e.g. the ledger lock).
   prctl(PR_SET_PDEATHSIG, SIGKILL);
   if (getppid() != parent) _exit(kChildCannotWrite);  // it died before the line above
-  if (fail_child) _exit(kChildFailedForTests);
+  if (fault == SnapshotChildFault::kExit) _exit(kChildFailedForTests);
+  while (fault == SnapshotChildFault::kHang) pause();  // until the parent kills it
   std::string bytes;
   if (!broker.Snapshot().SerializeToString(&bytes)) _exit(kChildCannotSerialize);
   // The size first, so the parent tells a whole snapshot from a cut one.
@@ -114,7 +115,7 @@ void MappedBytes::Release() {
 
 absl::StatusOr<std::unique_ptr<SnapshotCapture>> SnapshotCapture::Start(const core::Broker& broker, int64_t seq,
                                                                         int64_t at_ms, std::function<void()> on_done,
-                                                                        bool fail_child) {
+                                                                        SnapshotChildFault fault) {
   int fds[2];
   if (pipe2(fds, O_CLOEXEC) != 0) {
     return absl::InternalError(absl::StrCat("snapshot: cannot make a pipe: ", std::strerror(errno)));
@@ -129,7 +130,7 @@ absl::StatusOr<std::unique_ptr<SnapshotCapture>> SnapshotCapture::Start(const co
   }
   if (child == 0) {
     close(fds[0]);
-    RunChild(broker, fds[1], parent, fail_child);
+    RunChild(broker, fds[1], parent, fault);
   }
   close(fds[1]);  // the child holds the only write end: its exit ends the read
   return std::unique_ptr<SnapshotCapture>(new SnapshotCapture(child, fds[0], seq, at_ms, std::move(on_done)));

@@ -59,15 +59,18 @@ class MappedBytes {
   size_t size_ = 0;
 };
 
+// What a test makes the child do instead of capturing.
+enum class SnapshotChildFault { kNone, kExit, kHang };
+
 class SnapshotCapture {
  public:
   // Forks a child that serializes `broker` as it is now, the state after
-  // journal entry `seq`, stamped `at_ms`. `fail_child` (tests only) makes the
-  // child exit with status 3 before writing anything. INTERNAL when the pipe
+  // journal entry `seq`, stamped `at_ms`. `fault` (tests only) makes the
+  // child exit with status 3, or wait until killed, before writing anything. INTERNAL when the pipe
   // or the fork fails (nothing is left running).
   static absl::StatusOr<std::unique_ptr<SnapshotCapture>> Start(const core::Broker& broker, int64_t seq,
                                                                 int64_t at_ms, std::function<void()> on_done,
-                                                                bool fail_child = false);
+                                                                SnapshotChildFault fault = SnapshotChildFault::kNone);
   // Kills the child if it still runs and waits for the reading thread.
   ~SnapshotCapture();
   SnapshotCapture(const SnapshotCapture&) = delete;
