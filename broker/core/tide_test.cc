@@ -155,6 +155,62 @@ TEST(TideTest, IndexAnswersAsTheScansDo) {
   }
 }
 
+// The config with the quotas of the rules `index` finds active at `t`.
+v1::Config FromIndex(const v1::Config& base, const TideCalendar& calendar, TideIndex& index, Time t) {
+  v1::Config out = base;
+  const auto quotas = ActiveQuotas(base, index.ActiveRules(calendar, t));
+  for (int i = 0; i < base.teams_size(); ++i) {
+    if (quotas[i]) *out.mutable_teams(i)->mutable_quota() = *quotas[i];
+  }
+  return out;
+}
+
+// The index keeps the windows of the day it was asked about before and swaps
+// them back when time returns to it, as it does around a boundary at
+// midnight. An overnight window started the day before shows whether the
+// swapped-in windows and boundaries are that day's own; a sparse calendar,
+// whether answers kept for one day's windows are asked again on another.
+TEST(TideTest, IndexAnswersAsTheScansDoWhenTimeGoesBack) {
+  v1::Config base = Parse(kServing);
+  v1::TideRule* r = base.mutable_teams(1)->add_tide();
+  r->add_days(v1::WEEKDAY_SAT);
+  r->add_days(v1::WEEKDAY_SUN);
+  r->set_from("22:00");
+  r->set_to("06:00");
+  r->set_timezone("UTC");
+  (*r->mutable_quota())["gpu"].set_guaranteed(9);
+  const TideCalendar calendar = Calendar(base);
+  TideIndex index;
+  // Sunday 2026-01-11 inside Saturday's window, Monday's midnight, and back.
+  for (const char* at : {"2026-01-11T03:00:00Z", "2026-01-12T00:00:00Z", "2026-01-11T03:00:00Z",
+                         "2026-01-11T23:59:59.999Z", "2026-01-12T00:00:00Z", "2026-01-11T05:59:59.999Z",
+                         "2026-01-12T05:59:59.999Z", "2026-01-11T06:00:00Z"}) {
+    const Time q = At(at);
+    EXPECT_EQ(index.NextBoundary(calendar, q), NextTideBoundary(calendar, q)) << at;
+    EXPECT_EQ(Guarantee(EffectiveConfig(base, calendar, q), "training"), Guarantee(FromIndex(base, calendar, index, q), "training"))
+        << at;
+  }
+  // A calendar of one weekly rule leaves intervals without a boundary that
+  // span days: an answer kept for one day's windows must not serve another's.
+  v1::Config sparse = Parse(kServing);
+  sparse.mutable_teams(0)->clear_tide();
+  v1::TideRule* friday = sparse.mutable_teams(1)->add_tide();
+  friday->add_days(v1::WEEKDAY_FRI);
+  friday->set_from("00:00");
+  friday->set_to("24:00");
+  friday->set_timezone("UTC");
+  (*friday->mutable_quota())["gpu"].set_guaranteed(7);
+  const TideCalendar sparse_calendar = Calendar(sparse);
+  TideIndex sparse_index;
+  for (const char* at : {"2026-01-11T12:00:00Z", "2026-01-09T12:00:00Z", "2026-01-11T12:00:00Z"}) {
+    const Time q = At(at);
+    EXPECT_EQ(sparse_index.NextBoundary(sparse_calendar, q), NextTideBoundary(sparse_calendar, q)) << at;
+    EXPECT_EQ(Guarantee(EffectiveConfig(sparse, sparse_calendar, q), "training"),
+              Guarantee(FromIndex(sparse, sparse_calendar, sparse_index, q), "training"))
+        << at;
+  }
+}
+
 // Every field of two compiles, so a patch that forgets one shows here.
 void ExpectSameCompile(const CompiledConfig& got, const CompiledConfig& want, const std::string& at) {
   EXPECT_EQ(got.resources, want.resources) << at;
