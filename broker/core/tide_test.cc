@@ -97,6 +97,27 @@ TEST(TideTest, TimeZoneShiftsTheWindow) {
   EXPECT_EQ(NextTideBoundary(Calendar(base), At("2026-01-05T00:00:00Z")), At("2026-01-05T07:00:00Z"));
 }
 
+// Adds a rule giving `team` `guaranteed` GPUs on `days` from `from` to `to`.
+void AddRule(v1::Config* config, int team, const std::vector<v1::Weekday>& days, const char* from, const char* to,
+             const char* zone, int64_t guaranteed) {
+  v1::TideRule* r = config->mutable_teams(team)->add_tide();
+  for (auto d : days) r->add_days(d);
+  r->set_from(from);
+  r->set_to(to);
+  r->set_timezone(zone);
+  (*r->mutable_quota())["gpu"].set_guaranteed(guaranteed);
+}
+
+// The config with the quotas of the rules `index` finds active at `t`.
+v1::Config FromIndex(const v1::Config& base, const TideCalendar& calendar, TideIndex& index, Time t) {
+  v1::Config out = base;
+  const auto quotas = ActiveQuotas(base, index.ActiveRules(calendar, t));
+  for (int i = 0; i < base.teams_size(); ++i) {
+    if (quotas[i]) *out.mutable_teams(i)->mutable_quota() = *quotas[i];
+  }
+  return out;
+}
+
 // The index a tide boundary uses answers exactly as the scans do, in zones
 // with daylight saving (windows inside the skipped and the repeated hour,
 // past midnight, until 24:00), for times asked out of order as the core asks
@@ -106,14 +127,7 @@ TEST(TideTest, TimeZoneShiftsTheWindow) {
 TEST(TideTest, IndexAnswersAsTheScansDo) {
   v1::Config base = Parse(kServing);
   auto add = [&](int team, std::vector<v1::Weekday> days, const char* from, const char* to, const char* zone,
-                 int64_t g) {
-    v1::TideRule* r = base.mutable_teams(team)->add_tide();
-    for (auto d : days) r->add_days(d);
-    r->set_from(from);
-    r->set_to(to);
-    r->set_timezone(zone);
-    (*r->mutable_quota())["gpu"].set_guaranteed(g);
-  };
+                 int64_t g) { AddRule(&base, team, days, from, to, zone, g); };
   add(1, {v1::WEEKDAY_SUN}, "02:30", "03:30", "Europe/Berlin", 5);  // 2026-03-29: 02:30 does not exist.
   add(1, {v1::WEEKDAY_SUN}, "02:15", "02:45", "Europe/Berlin", 6);  // 2026-10-25: 02:15 comes twice.
   add(1, {v1::WEEKDAY_SAT, v1::WEEKDAY_SUN}, "22:00", "06:00", "America/New_York", 7);
@@ -135,11 +149,8 @@ TEST(TideTest, IndexAnswersAsTheScansDo) {
       const Time b = NextTideBoundary(calendar, t).value_or(t);
       for (Time q : {t, t - 1, b - 1, b, t}) {
         EXPECT_EQ(index.NextBoundary(calendar, q), NextTideBoundary(calendar, q)) << q;
-        v1::Config from_index = base;
+        const v1::Config from_index = FromIndex(base, calendar, index, q);
         const auto quotas = ActiveQuotas(base, index.ActiveRules(calendar, q));
-        for (int i = 0; i < base.teams_size(); ++i) {
-          if (quotas[i]) *from_index.mutable_teams(i)->mutable_quota() = *quotas[i];
-        }
         const v1::Config effective = EffectiveConfig(base, calendar, q);
         EXPECT_TRUE(google::protobuf::util::MessageDifferencer::Equivalent(from_index, effective)) << q;
         auto compiled = CompileConfig(base, calendar, quotas);
@@ -155,60 +166,35 @@ TEST(TideTest, IndexAnswersAsTheScansDo) {
   }
 }
 
-// The config with the quotas of the rules `index` finds active at `t`.
-v1::Config FromIndex(const v1::Config& base, const TideCalendar& calendar, TideIndex& index, Time t) {
-  v1::Config out = base;
-  const auto quotas = ActiveQuotas(base, index.ActiveRules(calendar, t));
-  for (int i = 0; i < base.teams_size(); ++i) {
-    if (quotas[i]) *out.mutable_teams(i)->mutable_quota() = *quotas[i];
-  }
-  return out;
-}
-
 // The index keeps the windows of the day it was asked about before and swaps
 // them back when time returns to it, as it does around a boundary at
 // midnight. An overnight window started the day before shows whether the
 // swapped-in windows and boundaries are that day's own; a sparse calendar,
 // whether answers kept for one day's windows are asked again on another.
 TEST(TideTest, IndexAnswersAsTheScansDoWhenTimeGoesBack) {
-  v1::Config base = Parse(kServing);
-  v1::TideRule* r = base.mutable_teams(1)->add_tide();
-  r->add_days(v1::WEEKDAY_SAT);
-  r->add_days(v1::WEEKDAY_SUN);
-  r->set_from("22:00");
-  r->set_to("06:00");
-  r->set_timezone("UTC");
-  (*r->mutable_quota())["gpu"].set_guaranteed(9);
-  const TideCalendar calendar = Calendar(base);
-  TideIndex index;
+  auto expect_as_scans = [](const v1::Config& base, std::initializer_list<const char*> instants) {
+    const TideCalendar calendar = Calendar(base);
+    TideIndex index;
+    for (const char* at : instants) {
+      const Time q = At(at);
+      EXPECT_EQ(index.NextBoundary(calendar, q), NextTideBoundary(calendar, q)) << at;
+      EXPECT_EQ(Guarantee(EffectiveConfig(base, calendar, q), "training"),
+                Guarantee(FromIndex(base, calendar, index, q), "training"))
+          << at;
+    }
+  };
   // Sunday 2026-01-11 inside Saturday's window, Monday's midnight, and back.
-  for (const char* at : {"2026-01-11T03:00:00Z", "2026-01-12T00:00:00Z", "2026-01-11T03:00:00Z",
-                         "2026-01-11T23:59:59.999Z", "2026-01-12T00:00:00Z", "2026-01-11T05:59:59.999Z",
-                         "2026-01-12T05:59:59.999Z", "2026-01-11T06:00:00Z"}) {
-    const Time q = At(at);
-    EXPECT_EQ(index.NextBoundary(calendar, q), NextTideBoundary(calendar, q)) << at;
-    EXPECT_EQ(Guarantee(EffectiveConfig(base, calendar, q), "training"), Guarantee(FromIndex(base, calendar, index, q), "training"))
-        << at;
-  }
+  v1::Config overnight = Parse(kServing);
+  AddRule(&overnight, 1, {v1::WEEKDAY_SAT, v1::WEEKDAY_SUN}, "22:00", "06:00", "UTC", 9);
+  expect_as_scans(overnight, {"2026-01-11T03:00:00Z", "2026-01-12T00:00:00Z", "2026-01-11T03:00:00Z",
+                              "2026-01-11T23:59:59.999Z", "2026-01-12T00:00:00Z", "2026-01-11T05:59:59.999Z",
+                              "2026-01-12T05:59:59.999Z", "2026-01-11T06:00:00Z"});
   // A calendar of one weekly rule leaves intervals without a boundary that
   // span days: an answer kept for one day's windows must not serve another's.
   v1::Config sparse = Parse(kServing);
   sparse.mutable_teams(0)->clear_tide();
-  v1::TideRule* friday = sparse.mutable_teams(1)->add_tide();
-  friday->add_days(v1::WEEKDAY_FRI);
-  friday->set_from("00:00");
-  friday->set_to("24:00");
-  friday->set_timezone("UTC");
-  (*friday->mutable_quota())["gpu"].set_guaranteed(7);
-  const TideCalendar sparse_calendar = Calendar(sparse);
-  TideIndex sparse_index;
-  for (const char* at : {"2026-01-11T12:00:00Z", "2026-01-09T12:00:00Z", "2026-01-11T12:00:00Z"}) {
-    const Time q = At(at);
-    EXPECT_EQ(sparse_index.NextBoundary(sparse_calendar, q), NextTideBoundary(sparse_calendar, q)) << at;
-    EXPECT_EQ(Guarantee(EffectiveConfig(sparse, sparse_calendar, q), "training"),
-              Guarantee(FromIndex(sparse, sparse_calendar, sparse_index, q), "training"))
-        << at;
-  }
+  AddRule(&sparse, 1, {v1::WEEKDAY_FRI}, "00:00", "24:00", "UTC", 7);
+  expect_as_scans(sparse, {"2026-01-11T12:00:00Z", "2026-01-09T12:00:00Z", "2026-01-11T12:00:00Z"});
 }
 
 // Every field of two compiles, so a patch that forgets one shows here.
