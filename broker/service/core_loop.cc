@@ -11,6 +11,7 @@
 #include "broker/service/auth_origin.h"
 #include "broker/service/core_loop_commands.h"
 #include "broker/service/leader_tail.h"
+#include "broker/service/unknown_fields.h"
 #include "google/protobuf/util/message_differencer.h"
 #include "spdlog/spdlog.h"
 
@@ -178,7 +179,8 @@ void CoreLoop::Enqueue(internal::v1::Command command, Done done, bool dry_run) {
   }
   // Fields this build does not know would be journalled and served back
   // verbatim: a client could store anything in the ledger through them.
-  command.DiscardUnknownFields();
+  static const UnknownFieldScrubber scrubber(internal::v1::Command::descriptor());
+  scrubber.Scrub(&command);
   absl::Status refused;
   {
     absl::MutexLock lock(&mu_);
