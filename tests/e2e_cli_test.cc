@@ -267,5 +267,19 @@ TEST_F(CliTest, LoansAndUsageAnswerWithTheirColumns) {
   EXPECT_EQ(Cli({"loans", "--team", "nope"}).code, 3);
 }
 
+// An open broker lets every caller in as "anonymous" without checking roles;
+// the journal still names who asked and from where.
+TEST_F(CliTest, AnOpenBrokerJournalsItsCallersAsAnonymousWithTheirAddress) {
+  Admit("o1", "research", 1, 1);
+  ASSERT_EQ(Cli({"release", "o1"}).code, 0);
+  Ran history = CliProcess(dir_, {"history", "--db", dir_.File("t.db"), "--job", "o1", "-o", "json"}).Wait();
+  ASSERT_EQ(history.code, 0) << history.err;
+  for (const char* kind : {"admit", "release"}) {
+    EXPECT_THAT(history.out, ContainsRegex(std::string("\"kind\":\"") + kind +
+                                           "\"[^}]*\"peer\":\"ipv4:127\\.0\\.0\\.1:[0-9]+\",\"principal\":\"anonymous\""))
+        << history.out;
+  }
+}
+
 }  // namespace
 }  // namespace tidegate

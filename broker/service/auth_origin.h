@@ -10,23 +10,34 @@
 #ifndef TIDEGATE_BROKER_SERVICE_AUTH_ORIGIN_H_
 #define TIDEGATE_BROKER_SERVICE_AUTH_ORIGIN_H_
 
+#include <optional>
 #include <string>
 
 #include "tidegate/internal/v1/journal.pb.h"
+
+namespace grpc {
+class ServerContextBase;
+}  // namespace grpc
 
 namespace tidegate::service {
 
 class ScopedOrigin {
  public:
-  ScopedOrigin(std::string principal, std::string peer);
-  explicit ScopedOrigin(const internal::v1::CommandOrigin& origin) : ScopedOrigin(origin.principal(), origin.peer()) {}
+  // The peer is read from `call` only when a command is stamped (most calls
+  // submit none); `call` must outlive this scope.
+  ScopedOrigin(std::string principal, const grpc::ServerContextBase* call);
+  explicit ScopedOrigin(const internal::v1::CommandOrigin& origin);
   ~ScopedOrigin();
   ScopedOrigin(const ScopedOrigin&) = delete;
   ScopedOrigin& operator=(const ScopedOrigin&) = delete;
 
+  const internal::v1::CommandOrigin& origin();
+
  private:
-  internal::v1::CommandOrigin origin_;
-  const internal::v1::CommandOrigin* previous_;
+  std::string principal_;
+  const grpc::ServerContextBase* call_ = nullptr;
+  std::optional<internal::v1::CommandOrigin> origin_;  // made on first use
+  ScopedOrigin* previous_;
 };
 
 // The innermost ScopedOrigin of this thread (empty when there is none): a

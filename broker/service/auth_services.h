@@ -47,6 +47,8 @@ class Authenticator {
   static absl::StatusOr<std::unique_ptr<Authenticator>> Load(std::string roles_path, std::string tokens_path);
 
   bool open() const { return roles_path_.empty(); }
+  // Open and not draining: Check would let any call in as kOpenPrincipal.
+  bool LetsEveryoneIn() const { return open() && !draining_; }
 
   // Re-reads both files. On error the old policy stays in force.
   absl::Status Reload();
