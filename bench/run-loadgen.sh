@@ -62,9 +62,11 @@ loadgen=$!
 while kill -0 "$loadgen" 2>/dev/null && ! grep -q "no-op baseline" "$dir/loadgen"; do sleep 0.05; done
 noop_ticks0=$(cpu_ticks); noop_t0=$(date +%s.%N)
 while kill -0 "$loadgen" 2>/dev/null && ! grep -q "admit/release/getteam" "$dir/loadgen"; do sleep 0.05; done
-ticks0=$(cpu_ticks); t0=$(date +%s.%N)
+# Per thread: "TID (name) ticks" (tidegated names its writer and responder).
+thread_ticks() { cat /proc/"$pid"/task/*/stat 2>/dev/null | awk '{print $1, $2, $14 + $15}'; }
+ticks0=$(cpu_ticks); t0=$(date +%s.%N); thread_ticks >"$dir/threads0"
 status=0; wait "$loadgen" || status=$?
-ticks1=$(cpu_ticks); t1=$(date +%s.%N)
+ticks1=$(cpu_ticks); t1=$(date +%s.%N); thread_ticks >"$dir/threads1"
 tr '\r' '\n' <"$dir/loadgen" | grep -Ev ": [0-9]+ s *$|^ *$" || true
 [ "$status" = 0 ] || exit "$status"
 awk -v d="$(( ticks1 - ticks0 ))" -v hz="$(getconf CLK_TCK)" -v t0="$t0" -v t1="$t1" \
@@ -73,4 +75,17 @@ awk -v d="$(( ticks1 - ticks0 ))" -v hz="$(getconf CLK_TCK)" -v t0="$t0" -v t1="
 awk -v d="$(( ticks0 - noop_ticks0 ))" -v hz="$(getconf CLK_TCK)" -v t0="$noop_t0" -v t1="$t0" \
     -v rate="$(sed -n 's/^no-op Ping: *\([0-9.]*\) calls\/s.*/\1/p' "$dir/loadgen" | tail -n 1)" \
     'BEGIN { cores = d / hz / (t1 - t0); if (rate > 0) printf "tidegated CPU during the no-op: %.2f cores, %.0f us per call\n", cores, cores / rate * 1e6 }'
+awk -v hz="$(getconf CLK_TCK)" -v t0="$t0" -v t1="$t1" \
+    -v rate="$(sed -n 's/.* calls\/s *\([0-9.]*\) decisions\/s.*/\1/p' "$dir/loadgen" | tail -n 1)" '
+  NR == FNR { before[$1] = $3; next }
+  { group = "other"
+    if ($2 == "(tidegate-writer)") group = "writer"
+    else if ($2 == "(tidegate-answer)") group = "responder"
+    else if ($2 ~ /^\((nexting_thread|default-execut|grpc_|grpcpp_|event_engine|timer_manager|resolver-execu)/) group = "gRPC"
+    used[group] += $3 - before[$1] }
+  END { if (rate <= 0) exit
+        printf "tidegated CPU per decision by thread:"
+        n = split("writer responder gRPC other", order, " ")
+        for (i = 1; i <= n; ++i) printf " %s %.0f us", order[i], used[order[i]] / hz / (t1 - t0) / rate * 1e6
+        printf "\n" }' "$dir/threads0" "$dir/threads1"
 echo "tidegated RSS: $(ps -o rss= -p "$pid") KiB"

@@ -1,5 +1,7 @@
 #include "broker/service/core_loop.h"
 
+#include <pthread.h>
+
 #include <algorithm>
 #include <chrono>
 
@@ -102,8 +104,15 @@ CoreLoop::~CoreLoop() { Stop(); }
 
 void CoreLoop::Start() {
   last_wake_ms_ = clock_->NowMs();
-  responder_ = std::thread([this] { Respond(); });
-  thread_ = std::thread([this] { Run(); });
+  // Named for profiles and per-thread CPU (bench/run-loadgen.sh).
+  responder_ = std::thread([this] {
+    pthread_setname_np(pthread_self(), "tidegate-answer");
+    Respond();
+  });
+  thread_ = std::thread([this] {
+    pthread_setname_np(pthread_self(), "tidegate-writer");
+    Run();
+  });
 }
 
 void CoreLoop::AnswerNow() {
