@@ -1,7 +1,7 @@
 // The guard that keeps a client's unknown protobuf fields out of the ledger
 // (unknown_fields.h, CoreLoop::Submit): for every kind of command, fields
 // planted in the command, in every message inside it and in its map entries
-// reach neither the journal nor the published model.
+// reach no journal entry.
 #include "broker/service/unknown_fields.h"
 
 #include <future>
@@ -29,7 +29,7 @@ constexpr char kConfig[] = R"pb(
   teams { name: "research" quota { key: "gpu" value { guaranteed: 8 } } }
 )pb";
 
-// Field numbers no message of ours uses; the bytes name where they were put.
+// A field number no message of ours uses; its bytes name where it was put.
 constexpr int kPlantedField = 9999;
 constexpr char kPlanted[] = "planted-unknown-field@";
 
