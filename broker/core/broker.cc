@@ -12,7 +12,6 @@
 #include "broker/core/state.h"
 #include "broker/core/tide.h"
 #include "broker/core/tide_reclaim.h"
-#include "google/protobuf/util/message_differencer.h"
 
 namespace tidegate::core {
 
@@ -94,16 +93,16 @@ std::optional<std::vector<Event>> Broker::SubmitWithoutEffect(const v1::JobSpec&
     return out;
   }
   const int existing = s.FindJob(parsed->id);
-  const v1::JobSpec* known = existing >= 0 ? &s.job(existing).spec : nullptr;
+  const std::string* known = existing >= 0 ? &s.job(existing).spec_bytes : nullptr;
   const EndedJob* ended = nullptr;
   if (!known) {
     // A retained ended job answers a resubmission with its final state.
     ended = s.FindEnded(parsed->id);
     if (ended && ended->state != v1::JOB_STATE_ENDED) ended = nullptr;
-    if (ended) known = &ended->spec;
+    if (ended) known = &ended->spec_bytes;
   }
   if (!known) return std::nullopt;
-  if (!google::protobuf::util::MessageDifferencer::Equals(*known, parsed->spec)) {
+  if (*known != parsed->spec_bytes) {
     Event e;
     e.type = EventType::kError;
     e.job = parsed->id;
@@ -134,13 +133,13 @@ std::optional<JobView> Broker::GetJob(std::string_view id) const {
     v.cluster = e->cluster;
     v.state = e->state;
     v.replicas = e->replicas;
-    v.priority = e->spec.priority();
+    v.priority = e->priority;
     v.created_at = e->created_at;
     v.last_admitted_at = e->last_admitted_at;
     v.ended_at = e->ended_at;
     v.demand = e->demand;
     v.reason = e->reason;
-    v.spec = e->spec;
+    v.spec_bytes = e->spec_bytes;
     return v;
   }
   const Job& job = s.job(j);
@@ -159,7 +158,7 @@ std::optional<JobView> Broker::GetJob(std::string_view id) const {
   v.borrowing = job.borrowing;
   v.demand = s.Named(job.demand, job.requested);
   v.reason = ReasonNow(s, job);
-  v.spec = job.spec;
+  v.spec_bytes = job.spec_bytes;
   v.epoch = job.epoch;
   v.resize_from = job.resize_from;
   v.resize_to = job.resize_to;

@@ -22,6 +22,7 @@
 
 #include "absl/status/statusor.h"
 #include "broker/core/events.h"
+#include "broker/core/spec_bytes.h"
 #include "broker/core/types.h"
 #include "tidegate/internal/v1/journal.pb.h"
 #include "tidegate/v1/config.pb.h"
@@ -46,13 +47,18 @@ struct JobView {
   bool borrowing = false;      // its latest admit/resize borrowed something.
   NamedQuantities demand;      // replicas x per_replica.
   std::string reason;          // why it waits (queued), why it drains, how it ended.
-  v1::JobSpec spec;            // normalized: defaults filled in.
+  // The spec, normalized (defaults filled in), serialized deterministically
+  // (spec_bytes.h): a reader that stores or sends it takes the bytes as they
+  // are; ParsedSpec() for its fields.
+  std::string spec_bytes;
   // Elastic jobs: the latest resize request; pending while resize_from >= 0.
   int64_t epoch = 0;
   int64_t resize_from = -1;
   int64_t resize_to = 0;
   Time resize_deadline = -1;
   std::string resize_reason;
+
+  v1::JobSpec ParsedSpec() const { return ParseSpecBytes(spec_bytes); }
 };
 
 // A read-only view of one team node (leaf or inner), per resource.

@@ -8,9 +8,9 @@
 #include "broker/core/decider.h"
 #include "broker/core/job_spec.h"
 #include "broker/core/names.h"
+#include "broker/core/spec_bytes.h"
 #include "broker/core/tide.h"
 #include "broker/core/tide_reclaim.h"
-#include "google/protobuf/util/message_differencer.h"
 
 namespace tidegate::core {
 
@@ -54,8 +54,9 @@ void Decider::RememberEnded(Job& job, std::string reason) {
   const Time retention = s_.config().policy.ended_job_retention_s * kMillisPerSecond;
   if (retention <= 0) return;
   EndedJob e;
-  e.spec = std::move(job.spec);  // the job is dropped next.
+  e.spec_bytes = std::move(job.spec_bytes);  // the job is dropped next.
   e.state = v1::JOB_STATE_ENDED;
+  e.priority = job.priority;
   e.team = s_.node(job.team).name;
   e.cluster = s_.config().clusters[job.cluster].name;
   e.created_at = job.created_at;
@@ -74,8 +75,9 @@ void Decider::RememberRejected(const v1::JobSpec& spec, const absl::Status& why)
   if (retention <= 0 || !ValidateName("job", spec.job()).ok() || s_.FindJob(spec.job()) >= 0) return;
   if (const EndedJob* old = s_.FindEnded(spec.job()); old && old->state == v1::JOB_STATE_ENDED) return;
   EndedJob e;
-  e.spec = spec;
+  e.spec_bytes = SpecBytes(spec);
   e.state = v1::JOB_STATE_REJECTED;
+  e.priority = spec.priority();
   e.team = spec.team();
   e.cluster = spec.cluster();
   e.created_at = s_.now();
@@ -93,14 +95,14 @@ void Decider::Submit(const v1::JobSpec& spec) {
   }
   const int existing = s_.FindJob(parsed->id);
   if (existing >= 0) {
-    if (!google::protobuf::util::MessageDifferencer::Equals(s_.job(existing).spec, parsed->spec)) {
+    if (s_.job(existing).spec_bytes != parsed->spec_bytes) {
       Error(parsed->id, DifferentSpecReason(parsed->id));
     }
     return;  // same id, same spec: idempotent.
   }
   if (const EndedJob* ended = s_.FindEnded(parsed->id); ended && ended->state == v1::JOB_STATE_ENDED) {
     // A retried request never starts finished work again.
-    if (!google::protobuf::util::MessageDifferencer::Equals(ended->spec, parsed->spec)) {
+    if (ended->spec_bytes != parsed->spec_bytes) {
       Error(parsed->id, EndedDifferentSpecReason(parsed->id, *ended, s_.config().policy.ended_job_retention_s));
     }
     return;  // same spec: its final state stands.

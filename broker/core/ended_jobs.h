@@ -35,8 +35,10 @@ namespace tidegate::core {
 
 // A job that ended or was rejected, as retained.
 struct EndedJob {
-  v1::JobSpec spec;             // normalized when accepted; as given when rejected.
+  // The spec's SpecBytes: normalized when accepted; as given when rejected.
+  std::string spec_bytes;
   v1::JobState state = v1::JOB_STATE_ENDED;  // ENDED or REJECTED.
+  int32_t priority = 0;         // the spec's, kept apart so a view needs no parse.
   std::string team;
   std::string cluster;
   Time created_at = 0;

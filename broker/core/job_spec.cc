@@ -7,6 +7,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "broker/core/names.h"
+#include "broker/core/spec_bytes.h"
 
 namespace tidegate::core {
 
@@ -129,13 +130,14 @@ absl::StatusOr<Job> ParseJobSpec(const CompiledConfig& c, const v1::JobSpec& in,
   }
 
   // The normalized spec: defaults filled in, so resubmissions compare equal.
-  job.spec = in;
-  job.spec.set_cluster(c.clusters[job.cluster].name);
-  if (!elastic) job.spec.set_replicas(job.replicas);
-  job.spec.set_grace_s(grace_s);
-  job.spec.set_requeue(job.requeue);
-  job.spec.clear_created_at();
-  job.spec.clear_draining();
+  v1::JobSpec normalized = in;
+  normalized.set_cluster(c.clusters[job.cluster].name);
+  if (!elastic) normalized.set_replicas(job.replicas);
+  normalized.set_grace_s(grace_s);
+  normalized.set_requeue(job.requeue);
+  normalized.clear_created_at();
+  normalized.clear_draining();
+  job.spec_bytes = SpecBytes(normalized);
   return job;
 }
 

@@ -129,7 +129,7 @@ v1::JobSpec RandomJob(Rng& rng, const Model& m, const v1::Config& c, const std::
 std::optional<internal::v1::AckResize> RandomAck(Rng& rng, const std::vector<JobView>& jobs) {
   std::vector<const JobView*> pending, elastic, rigid;
   for (const JobView& j : jobs) {
-    if (j.spec.has_elastic()) {
+    if (j.ParsedSpec().has_elastic()) {
       elastic.push_back(&j);
       if (j.resize_from >= 0) pending.push_back(&j);
     } else {
@@ -145,7 +145,7 @@ std::optional<internal::v1::AckResize> RandomAck(Rng& rng, const std::vector<Job
     ack.set_job(j.id);
     ack.set_epoch(j.epoch);
     const bool shrink = j.resize_to < j.resize_from;
-    const int64_t lo = shrink ? j.spec.elastic().min() : j.resize_from;
+    const int64_t lo = shrink ? j.ParsedSpec().elastic().min() : j.resize_from;
     ack.set_replicas(Chance(rng, 0.7) ? j.resize_to : Uniform(rng, lo, j.resize_to));
   } else if (roll < 82 || pending.empty()) {
     const JobView& j = *Pick(rng, elastic);
@@ -157,7 +157,7 @@ std::optional<internal::v1::AckResize> RandomAck(Rng& rng, const std::vector<Job
     ack.set_job(j.id);
     ack.set_epoch(j.epoch);
     const bool shrink = j.resize_to < j.resize_from;
-    const int64_t lo = shrink ? j.spec.elastic().min() : j.resize_from;
+    const int64_t lo = shrink ? j.ParsedSpec().elastic().min() : j.resize_from;
     ack.set_replicas(Chance(rng, 0.5) ? j.resize_to + Uniform(rng, 1, 2) : lo - Uniform(rng, 1, 2));
   } else {
     ack.set_job(!rigid.empty() && Chance(rng, 0.5) ? Pick(rng, rigid)->id : "ghost");

@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "broker/core/broker.h"
 #include "broker/core/job_spec.h"
+#include "broker/core/spec_bytes.h"
 #include "broker/core/state.h"
 #include "broker/core/tide.h"
 #include "broker/core/tide_reclaim.h"
@@ -40,7 +41,7 @@ internal::v1::CoreSnapshot Broker::Snapshot() const {
   for (int j : jobs) {
     const Job& job = s.job(j);
     internal::v1::JobSnapshot* js = out.add_jobs();
-    *js->mutable_spec() = job.spec;
+    js->mutable_spec()->ParseFromString(job.spec_bytes);
     js->set_created_at_ms(job.created_at);
     js->set_state(StateOf(job.phase));
     js->set_admitted_at_ms(job.admitted_at);
@@ -81,7 +82,7 @@ internal::v1::CoreSnapshot Broker::Snapshot() const {
     const std::string& id = *id_ptr;
     const EndedJob& e = *e_ptr;
     internal::v1::EndedJobSnapshot* es = out.add_ended_jobs();
-    *es->mutable_spec() = e.spec;
+    es->mutable_spec()->ParseFromString(e.spec_bytes);
     es->mutable_spec()->set_job(id);
     es->set_state(e.state);
     es->set_team(e.team);
@@ -213,8 +214,9 @@ absl::StatusOr<std::unique_ptr<Broker>> Broker::Restore(const internal::v1::Core
   });
   for (const internal::v1::EndedJobSnapshot* es : ended) {
     EndedJob e;
-    e.spec = es->spec();
+    e.spec_bytes = SpecBytes(es->spec());
     e.state = es->state();
+    e.priority = es->spec().priority();
     e.team = es->team();
     e.cluster = es->cluster();
     e.created_at = es->created_at_ms();

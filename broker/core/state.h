@@ -30,11 +30,15 @@ namespace tidegate::core {
 
 using ResourceMask = uint64_t;  // bit r set = the job requests resource r.
 
-enum class Phase { kQueued, kAdmitted, kDraining };
+enum class Phase : uint8_t { kQueued, kAdmitted, kDraining };
 
+// One job. Small fields sit beside each other so that no padding is kept
+// per job (464 bytes with libstdc++ on x86-64; a hole costs every job).
 struct Job {
   std::string id;
-  v1::JobSpec spec;             // normalized (defaults filled), for idempotency.
+  // The normalized spec (defaults filled), as SpecBytes: a resubmission is
+  // compared with it byte for byte (spec_bytes.h).
+  std::string spec_bytes;
   int team = -1;                // leaf node.
   int cluster = -1;
   int64_t replicas = 0;          // replicas holding (or asking for) capacity.
@@ -43,22 +47,22 @@ struct Job {
   ResourceMask requested = 0;
   Quantity gpus = 0;            // lost-work weight: GPU demand, or the largest resource.
   int32_t priority = 0;
+  bool requeue = true;
   Time created_at = 0;          // queue order.
   Time grace_ms = 0;
-  bool requeue = true;
   Time checkpoint_interval_ms = 0;
   Time last_checkpoint = -1;
 
   Phase phase = Phase::kQueued;
-  Time admitted_at = -1;
-  Time last_admitted_at = -1;   // the latest admission, kept when requeued.
   bool borrowing = false;
   int running_slot = -1;        // index in its team's running list.
+  Time admitted_at = -1;
+  Time last_admitted_at = -1;   // the latest admission, kept when requeued.
 
   // Draining: chosen as a victim for job `drain_for` (-1: adopted already
   // draining and not yet chosen), leaving at drain_deadline.
-  int drain_for = -1;
   Time drain_deadline = -1;
+  int drain_for = -1;
 
   // Queued, waiting for the victims it chose (docs/policy.md §4).
   int victims_left = 0;
@@ -71,7 +75,6 @@ struct Job {
   std::vector<Hold> holds;      // capacity its departed victims left, held for it.
   Time requeued_at = -1;        // backoff: no victims before requeued_at + backoff.
   std::string preempted_by;     // the job it was last evicted for ("" if none), for its reason.
-  bool exceeds_max = false;     // parked until the config changes.
   uint64_t parked_stamp = 0;    // see State::change_stamp.
   // The instant its victim search last found none. With least_lost_work the
   // candidate order moves with time, so the search is tried again at a later
@@ -91,18 +94,19 @@ struct Job {
   int64_t resize_to = 0;
   Time resize_deadline = -1;
   std::string resize_reason;
-  int shrink_for = -1;          // the waiting job a pending shrink frees capacity for.
   // A grow that was not acked, or acked short, is not retried before this
   // (the framework could not form more replicas just now).
   Time grow_backoff_until = -1;
+  int shrink_for = -1;          // the waiting job a pending shrink frees capacity for.
   bool growable = false;        // in its team's growable set (State::UpdateGrowable).
+
+  bool exceeds_max = false;     // parked until the config changes.
+  bool announced = false;       // a queue/reclaim/admit record was written for it.
+  uint64_t gen = 0;             // slot generation, for timers.
 
   bool elastic() const { return elastic_max > 0; }
   bool resize_pending() const { return resize_from >= 0; }
   bool shrink_pending() const { return resize_from >= 0 && resize_to < resize_from; }
-
-  bool announced = false;       // a queue/reclaim/admit record was written for it.
-  uint64_t gen = 0;             // slot generation, for timers.
 };
 
 // A pending job's place in queue order: priority high first, then

@@ -23,7 +23,11 @@ v1::JobInfo ToJobInfo(const core::JobView& v, const v1::JobSpec* spec) {
   out.set_borrowing(v.borrowing);
   for (const auto& [name, q] : v.demand) (*out.mutable_demand())[name] = q;
   out.set_reason(v.reason);
-  *out.mutable_spec() = spec ? *spec : v.spec;
+  if (spec) {
+    *out.mutable_spec() = *spec;
+  } else {
+    out.mutable_spec()->ParseFromString(v.spec_bytes);
+  }
   out.set_resize_epoch(v.epoch);
   if (v.resize_from >= 0) {
     v1::ResizeRequest* r = out.mutable_resize();
@@ -47,7 +51,7 @@ JobRecord::JobRecord(const core::JobView& v, NamePool* names) : state_(v.state) 
   team_ = names->Intern(v.team);
   cluster_ = names->Intern(v.cluster);
   reason_ = v.reason;
-  spec_ = v.spec.SerializeAsString();
+  spec_ = v.spec_bytes;  // the core's bytes: no message built, nothing serialized again
   for (const auto& [name, q] : v.demand) demand_.emplace_back(names->Intern(name), q);
   replicas_ = v.replicas;
   created_at_ms_ = v.created_at;
