@@ -74,3 +74,7 @@ awk -v d="$(( ticks0 - noop_ticks0 ))" -v hz="$(getconf CLK_TCK)" -v t0="$noop_t
     -v rate="$(sed -n 's/^no-op Ping: *\([0-9.]*\) calls\/s.*/\1/p' "$dir/loadgen" | tail -n 1)" \
     'BEGIN { cores = d / hz / (t1 - t0); if (rate > 0) printf "tidegated CPU during the no-op: %.2f cores, %.0f us per call\n", cores, cores / rate * 1e6 }'
 echo "tidegated RSS: $(ps -o rss= -p "$pid") KiB"
+# Periodic snapshots written during the run, from the broker's log lines
+# `ledger: snapshot at seq S written (X MB ...; the writer forked in F ms ...)`.
+snapshots=$(grep -c "snapshot at seq .* written" "$dir/err" || true)
+echo "tidegated snapshots written: $snapshots (largest $(sed -n 's/.*written (\([0-9.]*\) MB.*/\1/p' "$dir/err" | sort -n | tail -n 1) MB, longest fork $(sed -n 's/.*forked in \([0-9.]*\) ms.*/\1/p' "$dir/err" | sort -n | tail -n 1) ms)"
