@@ -89,3 +89,7 @@ awk -v hz="$(getconf CLK_TCK)" -v t0="$t0" -v t1="$t1" \
         for (i = 1; i <= n; ++i) printf " %s %.0f us", order[i], used[order[i]] / hz / (t1 - t0) / rate * 1e6
         printf "\n" }' "$dir/threads0" "$dir/threads1"
 echo "tidegated RSS: $(ps -o rss= -p "$pid") KiB"
+# Periodic snapshots written during the run, from the broker's log lines
+# `ledger: snapshot at seq S written (X MB ...; the writer forked in F ms ...)`.
+snapshots=$(grep -c "snapshot at seq .* written" "$dir/err" || true)
+echo "tidegated snapshots written: $snapshots (largest $(sed -n 's/.*written (\([0-9.]*\) MB.*/\1/p' "$dir/err" | sort -n | tail -n 1) MB, longest fork $(sed -n 's/.*forked in \([0-9.]*\) ms.*/\1/p' "$dir/err" | sort -n | tail -n 1) ms)"

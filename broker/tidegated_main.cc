@@ -29,8 +29,24 @@ int main(int argc, char** argv) {
   app.add_option("--sync", sync, "SQLite synchronous mode: full (durable across power loss) or normal")
       ->check(CLI::IsMember({"full", "normal"}))
       ->capture_default_str();
-  app.add_option("--snapshot-every", options.snapshot_every, "journal entries between snapshots")
+  app.add_option("--snapshot-every", options.snapshot_every,
+                 "journal entries between snapshots, at least (see --snapshot-journal-ratio)")
       ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  app.add_option("--snapshot-journal-ratio", options.snapshot_journal_ratio,
+                 "...and journal bytes since the last snapshot, as a multiple of its size (0 to 100; 0: entries\n"
+                 "only): snapshots write at most 1/RATIO of the journal's bytes as the state grows, and a restart\n"
+                 "after a crash replays up to about RATIO x the snapshot's size of journal")
+      ->check(CLI::Validator(
+          [](std::string& value) -> std::string {
+            // Range() lets "nan" through; a ratio must be a plain number.
+            double ratio = 0;
+            if (!CLI::detail::lexical_cast(value, ratio) || !(ratio >= 0 && ratio <= 100)) {
+              return "must be a number from 0 to 100, got " + value;
+            }
+            return std::string();
+          },
+          "NUMBER in [0 - 100]"))
       ->capture_default_str();
   // Limits against hostile or runaway clients (README "Limits", docs/limits.md).
   app.add_option("--max-queued-commands", options.max_queued_commands,

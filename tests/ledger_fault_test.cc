@@ -346,6 +346,16 @@ TEST_F(LedgerFaultTest, AFlippedBitInASnapshotIsFoundAndAnOlderSnapshotIsReplaye
   EXPECT_THAT(out, HasSubstr("does not match its contents"));
 }
 
+TEST_F(LedgerFaultTest, ABadSnapshotJournalRatioIsRefusedNamingTheFlagAndValueAndTouchesNoLedger) {
+  for (const std::string bad : {"-1", "nan", "101", "lots"}) {
+    testing::ServerProcess broker(config_, db_, {"--snapshot-journal-ratio", bad});
+    EXPECT_FALSE(broker.Start()) << bad;
+    EXPECT_EQ(broker.exit_code(), 2) << bad;
+    EXPECT_THAT(broker.Stderr(), HasSubstr("--snapshot-journal-ratio: must be a number from 0 to 100, got " + bad));
+  }
+  EXPECT_FALSE(std::filesystem::exists(db_));  // refused before --init made one
+}
+
 // The journal's last seq, read beside the running broker (read-only: the
 // connection must not checkpoint the WAL when it closes).
 int64_t LastJournalSeq(const std::string& db) {

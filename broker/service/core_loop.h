@@ -80,6 +80,15 @@ struct CoreLoopOptions {
   // parts of snapshot_part_bytes, one part per commit, so no batch waits for
   // the whole state; the snapshot at Open and at Stop is written at once.
   int64_t snapshot_every = 10000;
+  // ...and the journal committed since the last snapshot reaches this many
+  // times that snapshot's size in bytes (both must hold), so the bytes
+  // written for snapshots stay at most 1/ratio of the journal's however big
+  // the state grows (as Redis' auto-aof-rewrite-percentage), while a
+  // restart's replay stays within about ratio × the snapshot's size. 0:
+  // entries only. Before the first periodic snapshot (size unknown):
+  // entries only. Why 0.5: docs/performance.md, "Snapshot interval that
+  // grows with the state".
+  double snapshot_journal_ratio = 0.5;
   int64_t snapshot_part_bytes = 256 * 1024;
   // A capture still running after this long is killed and counted as
   // failed: a child that hangs must not hold back every later snapshot
@@ -216,6 +225,10 @@ class CoreLoop {
   void AddSnapshotParts(ledger::Batch* out);
   void SnapshotPartsCommitted(const ledger::Batch& committed);
   void MaybeStartSnapshot(core::Time now);
+  bool SnapshotDue() const;
+  // A capture or its parts failed: the journal it would have covered counts
+  // again, so the retry waits only for another snapshot_every entries.
+  void SnapshotNotTaken();
   void CollectSnapshot();
   void WriteSnapshotPartAlone();
   bool SnapshotPartsPending() const { return snapshot_parts_.has_value(); }
@@ -283,6 +296,13 @@ class CoreLoop {
   // The seq of the newest snapshot row committed (or at Open, the recovered
   // seq): the final snapshot is skipped when nothing came after it.
   int64_t snapshot_row_seq_ = 0;
+  // Payload bytes of the journal committed since the seq of the last
+  // snapshot started (what a restart would replay on top of it); the count
+  // before that start, restored if it fails; the newest captured snapshot's
+  // size (0: none yet, so only snapshot_every counts).
+  int64_t journal_bytes_since_snapshot_ = 0;
+  int64_t journal_bytes_before_capture_ = 0;
+  int64_t snapshot_bytes_ = 0;
   struct SnapshotInParts {
     int64_t seq = 0;
     core::Time at_ms = 0;

@@ -33,6 +33,7 @@ void CoreLoop::ApplyBatch(std::vector<Pending> batch) {
   absl::flat_hash_map<std::string, const core::Event*> last_event;  // per job, for ended/rejected rows
   std::vector<std::vector<core::Event>> applied_events;  // of journalled commands, in order
   std::vector<std::string> quiet;  // changed with no event (QuietlyChangedIds)
+  int64_t journal_bytes = 0;       // for the snapshot's interval (SnapshotDue)
   auto apply = [&](const internal::v1::Command& command) -> std::vector<core::Event> {
     const uint64_t quota_generation = broker_->QuotaGeneration();
     std::vector<core::Event> events = broker_->Apply(command, now);
@@ -43,6 +44,7 @@ void CoreLoop::ApplyBatch(std::vector<Pending> batch) {
     rec.at_ms = now;
     rec.kind = KindOf(command);
     rec.payload = command.SerializeAsString();
+    journal_bytes += static_cast<int64_t>(rec.payload.size());
     rec.checksum = ledger::Checksum(rec.payload);
     out.journal.push_back(std::move(rec));
     if (ChangesConfig(command)) all_teams = true;
@@ -122,6 +124,7 @@ void CoreLoop::ApplyBatch(std::vector<Pending> batch) {
   unwritten_usage_.clear();
   unwritten_loans_.clear();
   SnapshotPartsCommitted(out);
+  journal_bytes_since_snapshot_ += journal_bytes;
   if (!LedgerHealth().ok()) {
     spdlog::info("ledger: a commit succeeded again (seq {}); accepting writes", seq_);
     SetLedgerHealth(absl::OkStatus());
@@ -268,7 +271,11 @@ absl::Status CoreLoop::Snapshot() {
   out.snapshot = ledger::SnapshotRecord{seq_, broker_->Now(), broker_->Snapshot().SerializeAsString()};
   Account(broker_->Now(), /*take_rows=*/true, &out.usage, &out.loans);
   auto s = store_->Commit(out);
-  if (s.ok()) last_snapshot_seq_ = snapshot_row_seq_ = seq_;
+  if (s.ok()) {
+    last_snapshot_seq_ = snapshot_row_seq_ = seq_;
+    snapshot_bytes_ = static_cast<int64_t>(out.snapshot->payload.size());
+    journal_bytes_since_snapshot_ = 0;
+  }
   return s;
 }
 

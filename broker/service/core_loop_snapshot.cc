@@ -1,5 +1,6 @@
 // Periodic snapshots off the writer's path: after a commit that reaches the
-// next snapshot_every, a child process captures the state just committed
+// next snapshot_every entries and the journal share of the last snapshot's
+// size (snapshot_journal_ratio), a child process captures the state just committed
 // (snapshot_capture.h); once its bytes are here they are written in parts,
 // one per commit (riding on the writer's own batches, or alone when it is
 // idle), and the row naming the parts last. A crash midway leaves parts
@@ -14,11 +15,28 @@
 
 namespace tidegate::service {
 
+bool CoreLoop::SnapshotDue() const {
+  if (seq_ - last_snapshot_seq_ < options_.snapshot_every) return false;
+  // A snapshot costs writing its whole size; waiting for a journal of a
+  // share of that size keeps the cost per journal byte flat as the state
+  // grows, where a fixed count of entries would write it ever more often
+  // relative to the work done.
+  return static_cast<double>(journal_bytes_since_snapshot_) >=
+         options_.snapshot_journal_ratio * static_cast<double>(snapshot_bytes_);
+}
+
+void CoreLoop::SnapshotNotTaken() {
+  journal_bytes_since_snapshot_ += journal_bytes_before_capture_;
+  journal_bytes_before_capture_ = 0;
+}
+
 void CoreLoop::MaybeStartSnapshot(core::Time now) {
-  if (seq_ - last_snapshot_seq_ < options_.snapshot_every) return;
+  if (!SnapshotDue()) return;
   if (capture_ != nullptr || snapshot_parts_.has_value() || core_dirty_) return;
   // Due or not, the next attempt comes after another snapshot_every entries.
   last_snapshot_seq_ = seq_;
+  journal_bytes_before_capture_ = journal_bytes_since_snapshot_;
+  journal_bytes_since_snapshot_ = 0;
   SnapshotChildFault fault = SnapshotChildFault::kNone;
   for (int n = fail_snapshot_children_.load(); n > 0;) {
     if (fail_snapshot_children_.compare_exchange_weak(n, n - 1)) {
@@ -34,6 +52,7 @@ void CoreLoop::MaybeStartSnapshot(core::Time now) {
   absl::StatusOr<std::unique_ptr<SnapshotCapture>> started = SnapshotCapture::Start(*broker_, seq_, now, wake, fault);
   capture_fork_us_ = std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - fork_started).count();
   if (!started.ok()) {
+    SnapshotNotTaken();
     snapshot_failures_.fetch_add(1, std::memory_order_relaxed);
     spdlog::warn("ledger: snapshot at seq {} not taken ({}); the next is tried after {} more journal entries",
                  seq_, std::string(started.status().message()), options_.snapshot_every);
@@ -57,6 +76,7 @@ void CoreLoop::CollectSnapshot() {
   std::unique_ptr<SnapshotCapture> capture = std::move(capture_);
   absl::StatusOr<MappedBytes> bytes = capture->TakeResult();
   if (!bytes.ok()) {
+    SnapshotNotTaken();
     snapshot_failures_.fetch_add(1, std::memory_order_relaxed);
     spdlog::warn("ledger: snapshot at seq {} failed: {}; the ledger recovers from the previous snapshot and the "
                  "journal, and the next snapshot is tried after {} more journal entries",
@@ -94,9 +114,12 @@ void CoreLoop::SnapshotPartsCommitted(const ledger::Batch& committed) {
   s.next += static_cast<int64_t>(committed.snapshot_parts.size());
   if (!committed.parted_snapshot.has_value()) return;
   snapshot_row_seq_ = std::max(snapshot_row_seq_, s.seq);
-  spdlog::info("ledger: snapshot at seq {} written ({:.1f} MB in {} parts; the writer forked in {:.1f} ms, the "
-               "child captured it in {} ms)",
-               s.seq, static_cast<double>(s.payload.size()) / 1e6, s.parts, s.fork_us / 1000.0, s.capture_ms);
+  snapshot_bytes_ = static_cast<int64_t>(s.payload.size());
+  spdlog::info("ledger: snapshot at seq {} written ({:.1f} MB in {} parts after {:.1f} MB of journal; the writer "
+               "forked in {:.1f} ms, the child captured it in {} ms)",
+               s.seq, static_cast<double>(s.payload.size()) / 1e6, s.parts,
+               static_cast<double>(journal_bytes_before_capture_) / 1e6, s.fork_us / 1000.0, s.capture_ms);
+  journal_bytes_before_capture_ = 0;
   snapshot_parts_.reset();
 }
 
@@ -122,6 +145,7 @@ void CoreLoop::AbandonSnapshot(const std::string& why) {
   if (!snapshot_parts_.has_value() && capture_ == nullptr) return;
   capture_.reset();  // kills a child still at work
   snapshot_parts_.reset();
+  SnapshotNotTaken();
   if (why.empty()) return;
   snapshot_failures_.fetch_add(1, std::memory_order_relaxed);
   spdlog::warn("ledger: snapshot at seq {} abandoned: {}", seq, why);

@@ -6,6 +6,8 @@
 #include <future>
 #include <mutex>
 #include <string>
+#include <thread>
+#include <utility>
 #include <vector>
 
 #include "broker/ledger_ops/recovery.h"
@@ -107,6 +109,55 @@ class CoreLoopSnapshotTest : public ::testing::Test {
                                   })
                     .ok());
     return broker->Snapshot();
+  }
+
+  // Polls, submitting nothing, until the newest snapshot is past `seq` (an
+  // idle writer writes a captured snapshot's parts on its own).
+  bool WaitForSnapshotAfter(int64_t seq) {
+    return WaitUntil([&] { return LatestSnapshotSeq() > seq; });
+  }
+  static bool WaitUntil(const std::function<bool()>& done) {
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+    while (!done()) {
+      if (std::chrono::steady_clock::now() > deadline) return false;
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    return true;
+  }
+  // Payload bytes of the journal entries after `after` up to `upto`.
+  int64_t JournalBytes(int64_t after, int64_t upto) {
+    int64_t bytes = 0;
+    EXPECT_TRUE(memory_
+                    ->ReadJournal(after,
+                                  [&](const ledger::JournalRecord& rec) {
+                                    if (rec.seq <= upto) bytes += static_cast<int64_t>(rec.payload.size());
+                                    return absl::OkStatus();
+                                  })
+                    .ok());
+    return bytes;
+  }
+  // With snapshot_every 5 and the ratio given: the first periodic snapshot
+  // (at seq 5, entries only), then one job a batch while the journal since
+  // it stays short of ratio × its size. Returns that snapshot's seq and size.
+  std::pair<int64_t, int64_t> FirstSnapshotThenJustShortOfTheShare(double ratio) {
+    CoreLoopOptions options;
+    options.snapshot_every = 5;
+    options.snapshot_journal_ratio = ratio;
+    Open(options);
+    loop_->Start();
+    for (int i = 0; i < 5; ++i) Run(Submit("j" + std::to_string(next_job_++)));
+    EXPECT_TRUE(WaitForSnapshotAfter(0));
+    const ledger::SnapshotRecord first = memory_->LatestSnapshot().value().value();
+    EXPECT_EQ(first.seq, 5);
+    const int64_t share = static_cast<int64_t>(ratio * static_cast<double>(first.payload.size()));
+    // Each job's entry is as long as its serialized command.
+    for (int64_t journal = 0;;) {
+      const int64_t next = static_cast<int64_t>(Submit("j" + std::to_string(next_job_)).ByteSizeLong());
+      if (journal + next >= share) break;
+      Run(Submit("j" + std::to_string(next_job_++)));
+      journal += next;
+    }
+    return {first.seq, static_cast<int64_t>(first.payload.size())};
   }
 
   FakeClock clock_{1'000'000};
@@ -220,6 +271,79 @@ TEST_F(CoreLoopSnapshotTest, StopWritesTheFinalSnapshotWholeEvenWithOneInProgres
   const int64_t last = memory_->LastSeq().value();
   EXPECT_EQ(LatestSnapshotSeq(), last);
   EXPECT_EQ(memory_->UnfinishedSnapshotParts().value(), 0);  // the abandoned one's parts are gone
+}
+
+TEST_F(CoreLoopSnapshotTest, ASnapshotWaitsPastSnapshotEveryUntilTheJournalReachesItsShareOfTheLastOne) {
+  const auto [first_seq, first_bytes] = FirstSnapshotThenJustShortOfTheShare(/*ratio=*/2.0);
+  const int64_t short_at = loop_->last_seq();
+  ASSERT_GT(short_at - first_seq, 2 * 5) << "the share must hold the snapshot back well past snapshot_every";
+  EXPECT_LT(JournalBytes(first_seq, short_at), 2 * first_bytes);
+  // The entry that reaches the share starts the capture at exactly its seq.
+  Run(Submit("j" + std::to_string(next_job_++)));
+  ASSERT_TRUE(WaitForSnapshotAfter(first_seq));
+  EXPECT_EQ(LatestSnapshotSeq(), short_at + 1);
+  EXPECT_GE(JournalBytes(first_seq, short_at + 1), 2 * first_bytes);
+  EXPECT_EQ(loop_->SnapshotFailures(), 0);
+}
+
+TEST_F(CoreLoopSnapshotTest, AFailedCaptureIsRetriedAfterSnapshotEveryEntriesNotAnotherShareOfJournal) {
+  const auto [first_seq, first_bytes] = FirstSnapshotThenJustShortOfTheShare(/*ratio=*/2.0);
+  const int64_t failed_at = loop_->last_seq() + 1;
+  loop_->FailSnapshotChildrenForTests(1);
+  Run(Submit("j" + std::to_string(next_job_++)));  // reaches the share; its capture fails
+  ASSERT_TRUE(WaitUntil([&] { return loop_->SnapshotFailures() == 1; }));
+  // The journal since the last snapshot written is still past its share:
+  // snapshot_every more entries start the retry, as for any failure.
+  for (int i = 0; i < 5; ++i) Run(Submit("j" + std::to_string(next_job_++)));
+  ASSERT_TRUE(WaitForSnapshotAfter(first_seq));
+  EXPECT_EQ(LatestSnapshotSeq(), failed_at + 5);
+  EXPECT_LT(JournalBytes(failed_at, failed_at + 5), 2 * first_bytes);
+}
+
+TEST_F(CoreLoopSnapshotTest, TheFirstPeriodicSnapshotCountsEntriesOnlyNotTheInitialStatesSize) {
+  CoreLoopOptions options;
+  options.snapshot_every = 5;
+  options.snapshot_journal_ratio = 100;  // far more journal than 5 jobs write
+  Open(options);
+  const int64_t initial_bytes =
+      static_cast<int64_t>(memory_->LatestSnapshot().value().value().payload.size());
+  loop_->Start();
+  for (int i = 0; i < 5; ++i) Run(Submit("j" + std::to_string(next_job_++)));
+  ASSERT_LT(JournalBytes(0, 5), 100 * initial_bytes);
+  ASSERT_TRUE(WaitForSnapshotAfter(0));
+  EXPECT_EQ(LatestSnapshotSeq(), 5);
+}
+
+TEST_F(CoreLoopSnapshotTest, ARestartWhileTheShareHoldsASnapshotBackReplaysTheJournalSinceTheLastOne) {
+  const auto [first_seq, first_bytes] = FirstSnapshotThenJustShortOfTheShare(/*ratio=*/2.0);
+  const int64_t last = loop_->last_seq();
+  ASSERT_GT(last - first_seq, 5);
+  // What a restart now (after kill -9: no final snapshot) recovers.
+  absl::StatusOr<ledger_ops::RecoveredCore> recovered = ledger_ops::RecoverCore(*memory_);
+  ASSERT_TRUE(recovered.ok()) << recovered.status();
+  EXPECT_EQ(recovered->snapshot_seq, first_seq);
+  EXPECT_EQ(recovered->replayed, last - first_seq);
+  EXPECT_EQ(recovered->seq, last);
+  std::string diff;
+  google::protobuf::util::MessageDifferencer differ;
+  differ.ReportDifferencesToString(&diff);
+  EXPECT_TRUE(differ.Compare(Replayed(last), recovered->broker->Snapshot())) << diff;
+  // A second writer opened on the same ledger (never started, so it writes
+  // nothing) answers for every job.
+  v1::Config config;
+  ASSERT_TRUE(google::protobuf::TextFormat::ParseFromString(kConfig, &config));
+  auto restarted = CoreLoop::Open(config, std::make_unique<ledger::ForwardingStore>(memory_.get()), &clock_,
+                                  loop_->options(), /*init=*/false);
+  ASSERT_TRUE(restarted.ok()) << restarted.status();
+  EXPECT_EQ((*restarted)->last_seq(), last);
+  for (int i = 0; i < next_job_; ++i) {
+    EXPECT_NE((*restarted)->Published()->FindJob("j" + std::to_string(i)), nullptr) << i;
+  }
+  // The journal since the last snapshot still counts: its next entry
+  // reaches the share.
+  Run(Submit("j" + std::to_string(next_job_++)));
+  ASSERT_TRUE(WaitForSnapshotAfter(first_seq));
+  EXPECT_EQ(LatestSnapshotSeq(), last + 1);
 }
 
 }  // namespace

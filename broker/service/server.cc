@@ -79,6 +79,7 @@ int RunServer(const ServerOptions& options, const SideServerFactory& side, const
   RealClock clock;
   CoreLoopOptions loop_options;
   loop_options.snapshot_every = options.snapshot_every;
+  loop_options.snapshot_journal_ratio = options.snapshot_journal_ratio;
   loop_options.max_queued = options.max_queued_commands;
   loop_options.max_command_bytes = options.max_request_bytes;
   loop_options.max_config_bytes = options.max_config_bytes;

@@ -32,6 +32,7 @@ struct ServerOptions {
   std::string listen = "127.0.0.1:50051";
   bool sync_full = true;                // --sync full|normal
   int64_t snapshot_every = 10000;       // journal entries between snapshots
+  double snapshot_journal_ratio = 0.5;  // ...and journal bytes since / last snapshot's bytes
   // Limits against hostile or runaway clients (docs/limits.md).
   int64_t max_queued_commands = 10000;      // --max-queued-commands
   int64_t max_request_bytes = 64 * 1024;    // --max-request-bytes
