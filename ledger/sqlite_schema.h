@@ -11,6 +11,8 @@
 //   v3  snapshots.checksum (store.h SnapshotChecksum); NULL on older rows
 //   v4  snapshot_parts and snapshots.parts (store.h SnapshotPart); NULL on
 //       older rows, which hold their payload whole
+//   v5  jobs_by_state replaced by jobs_live_by_state, which leaves out ended
+//       jobs (fewer pages written per commit)
 #ifndef TIDEGATE_LEDGER_SQLITE_SCHEMA_H_
 #define TIDEGATE_LEDGER_SQLITE_SCHEMA_H_
 
@@ -25,7 +27,20 @@
 namespace tidegate::ledger {
 
 // The version this binary writes.
-inline constexpr int64_t kSchemaVersion = 4;
+inline constexpr int64_t kSchemaVersion = 5;
+
+// The statements that read the jobs table (sqlite_store.cc), kept beside the
+// indexes they need; the test checks each plan reads an index in its order.
+// ?1 is the team, ?2 the state; by_id binds the job as ?1.
+struct JobListingSql {
+  const char* all;
+  const char* by_team;
+  const char* by_live_state;  // a state but "ended"
+  const char* ended;          // ?2 = "ended"
+  const char* by_team_state;
+  const char* by_id;
+};
+extern const JobListingSql kJobListingSql;
 
 // The file's version: 0 for an empty file. FAILED_PRECONDITION when the file
 // has tables but no meta table (some other program's database).

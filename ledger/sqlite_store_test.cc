@@ -23,6 +23,7 @@
 namespace tidegate::ledger {
 namespace {
 
+using ::testing::_;
 using ::testing::ElementsAre;
 using ::testing::FieldsAre;
 using ::testing::HasSubstr;
@@ -54,6 +55,18 @@ class RawDb {
     std::string message = error != nullptr ? error : "";
     sqlite3_free(error);
     return rc == SQLITE_OK ? absl::OkStatus() : absl::InternalError(message);
+  }
+  // The `column` of every row, as text (e.g. the details of EXPLAIN QUERY PLAN).
+  std::vector<std::string> Column(const std::string& sql, int column) {
+    sqlite3_stmt* stmt = nullptr;
+    std::vector<std::string> out;
+    if (sqlite3_prepare_v2(db_, sql.c_str(), -1, &stmt, nullptr) != SQLITE_OK) return {"prepare failed"};
+    while (sqlite3_step(stmt) == SQLITE_ROW) {
+      const unsigned char* text = sqlite3_column_text(stmt, column);
+      out.emplace_back(text != nullptr ? reinterpret_cast<const char*>(text) : "");
+    }
+    sqlite3_finalize(stmt);
+    return out;
   }
   // The first column of the first row, as text.
   std::string Query(const std::string& sql) {
@@ -218,13 +231,124 @@ TEST_F(SqliteStoreTest, MigratesAVersion1File) {
             absl::StrCat(kSchemaVersion));
   EXPECT_EQ(RawDb(path_).Query("SELECT group_concat(name) FROM (SELECT name FROM sqlite_master "
                                "WHERE type = 'index' AND name NOT LIKE 'sqlite_%' ORDER BY name)"),
-            "jobs_by_created,jobs_by_state,jobs_by_team,loans_by_lender");
+            "jobs_by_created,jobs_by_team,jobs_live_by_state,loans_by_lender");
   // The old rows read back through the new schema, and writing continues.
   EXPECT_THAT((*store)->Jobs(JobFilter{"alpha", ""}).value(),
               ElementsAre(FieldsAre("j1", "alpha", "c1", "queued", 5, 0, 0, "waits", "")));
   EXPECT_EQ((*store)->Loans("beta", "").value().size(), 1u);
   EXPECT_TRUE((*store)->Commit(FullBatch(2)).ok());
   EXPECT_EQ((*store)->LastSeq().value(), 2);
+}
+
+// Version 4 as the binaries that wrote it left it: every job in
+// jobs_by_state, ended ones included.
+constexpr char kVersion4[] = R"sql(
+CREATE TABLE meta(key TEXT PRIMARY KEY, value);
+CREATE TABLE journal(seq INTEGER PRIMARY KEY, at_ms INTEGER NOT NULL, kind TEXT NOT NULL,
+  payload BLOB NOT NULL, checksum INTEGER NOT NULL);
+CREATE TABLE snapshots(seq INTEGER PRIMARY KEY, at_ms INTEGER NOT NULL, payload BLOB NOT NULL,
+  checksum INTEGER, parts INTEGER);
+CREATE TABLE jobs(job TEXT PRIMARY KEY, team TEXT NOT NULL, cluster TEXT NOT NULL,
+  state TEXT NOT NULL, created_at_ms INTEGER NOT NULL, admitted_at_ms INTEGER NOT NULL,
+  ended_at_ms INTEGER NOT NULL, reason TEXT NOT NULL, spec BLOB NOT NULL);
+CREATE TABLE usage_hourly(team TEXT NOT NULL, resource TEXT NOT NULL,
+  hour_start_ms INTEGER NOT NULL, used REAL NOT NULL, borrowed REAL NOT NULL, lent REAL NOT NULL,
+  queued REAL NOT NULL, PRIMARY KEY(team, resource, hour_start_ms));
+CREATE TABLE loans(borrower TEXT NOT NULL, lender TEXT NOT NULL, resource TEXT NOT NULL,
+  day TEXT NOT NULL, amount REAL NOT NULL, PRIMARY KEY(borrower, lender, resource, day));
+CREATE TABLE snapshot_parts(seq INTEGER NOT NULL, part INTEGER NOT NULL, bytes BLOB NOT NULL,
+  PRIMARY KEY(seq, part));
+CREATE INDEX jobs_by_created ON jobs(created_at_ms, job);
+CREATE INDEX jobs_by_team ON jobs(team, created_at_ms, job);
+CREATE INDEX jobs_by_state ON jobs(state, created_at_ms, job);
+CREATE INDEX loans_by_lender ON loans(lender, day);
+INSERT INTO meta VALUES('schema_version', 4);
+INSERT INTO journal VALUES(1, 1000, 'submit', CAST('command 1' AS BLOB), 537441232);
+INSERT INTO jobs VALUES('e2', 'beta', 'c1', 'ended', 2, 3, 9, 'finished', X'02');
+INSERT INTO jobs VALUES('q4', 'alpha', 'c1', 'queued', 4, 0, 0, 'waits', X'04');
+INSERT INTO jobs VALUES('a1', 'alpha', 'c2', 'admitted', 1, 2, 0, 'fits', X'01');
+INSERT INTO jobs VALUES('e3', 'alpha', 'c2', 'ended', 3, 3, 8, 'released', X'03');
+INSERT INTO jobs VALUES('d5', 'beta', 'c1', 'draining', 5, 6, 0, 'preempted', X'05');
+)sql";
+
+TEST_F(SqliteStoreTest, MigratesAVersion4LedgerAndReadsBackEveryJob) {
+  ASSERT_TRUE(RawDb(path_).Exec(kVersion4).ok());
+  auto store = OpenSqliteStore(path_, {});
+  ASSERT_TRUE(store.ok()) << store.status();
+  EXPECT_EQ(RawDb(path_).Query("SELECT value FROM meta WHERE key = 'schema_version'"), absl::StrCat(kSchemaVersion));
+  EXPECT_EQ(RawDb(path_).Query("SELECT group_concat(name) FROM (SELECT name FROM sqlite_master "
+                               "WHERE type = 'index' AND name NOT LIKE 'sqlite_%' ORDER BY name)"),
+            "jobs_by_created,jobs_by_team,jobs_live_by_state,loans_by_lender");
+  // The index holds the three live jobs, not the two ended ones.
+  EXPECT_EQ(RawDb(path_).Query("SELECT count(*) FROM jobs INDEXED BY jobs_live_by_state WHERE state <> 'ended'"), "3");
+  EXPECT_THAT((*store)->Jobs({}).value(),
+              ElementsAre(FieldsAre("a1", "alpha", "c2", "admitted", 1, 2, 0, "fits", "\x01"),
+                          FieldsAre("e2", "beta", "c1", "ended", 2, 3, 9, "finished", "\x02"),
+                          FieldsAre("e3", "alpha", "c2", "ended", 3, 3, 8, "released", "\x03"),
+                          FieldsAre("q4", "alpha", "c1", "queued", 4, 0, 0, "waits", "\x04"),
+                          FieldsAre("d5", "beta", "c1", "draining", 5, 6, 0, "preempted", "\x05")));
+  auto ids = [&](const std::string& team, const std::string& state) {
+    std::vector<std::string> out;
+    const std::vector<JobRow> rows = (*store)->Jobs(JobFilter{team, state}).value();
+    for (const JobRow& row : rows) out.push_back(row.job);
+    return out;
+  };
+  EXPECT_THAT(ids("", "ended"), ElementsAre("e2", "e3"));
+  EXPECT_THAT(ids("", "draining"), ElementsAre("d5"));
+  EXPECT_THAT(ids("alpha", "ended"), ElementsAre("e3"));
+  EXPECT_THAT(ids("alpha", ""), ElementsAre("a1", "e3", "q4"));
+  // Writing goes on: the admitted job ends, the queued one is admitted.
+  Batch batch;
+  batch.journal = {Entry(2)};
+  batch.jobs = {JobRow{"a1", "alpha", "c2", "ended", 1, 2, 10, "released", "\x01"},
+                JobRow{"q4", "alpha", "c1", "admitted", 4, 10, 0, "fits", "\x04"}};
+  ASSERT_TRUE((*store)->Commit(batch).ok());
+  EXPECT_THAT(ids("", "ended"), ElementsAre("a1", "e2", "e3"));
+  EXPECT_THAT(ids("", "admitted"), ElementsAre("q4"));
+}
+
+// Every listing of jobs reads an index in its order: no full scan of the
+// table, no sort of the rows afterwards.
+TEST_F(SqliteStoreTest, EveryJobQueryReadsAnIndexInItsOrder) {
+  ASSERT_TRUE(OpenSqliteStore(path_, {}).ok());
+  RawDb raw(path_);
+  auto plan = [&](const char* sql) { return raw.Column(absl::StrCat("EXPLAIN QUERY PLAN ", sql), 3); };
+  const JobListingSql& q = kJobListingSql;
+  EXPECT_THAT(plan(q.all), ElementsAre("SCAN jobs USING INDEX jobs_by_created"));
+  EXPECT_THAT(plan(q.by_team), ElementsAre("SEARCH jobs USING INDEX jobs_by_team (team=?)"));
+  EXPECT_THAT(plan(q.by_live_state), ElementsAre("SEARCH jobs USING INDEX jobs_live_by_state (state=?)"));
+  EXPECT_THAT(plan(q.ended), ElementsAre("SCAN jobs USING INDEX jobs_by_created"));
+  EXPECT_THAT(plan(q.by_team_state), ElementsAre("SEARCH jobs USING INDEX jobs_by_team (team=?)"));
+  EXPECT_THAT(plan(q.by_id), ElementsAre("SEARCH jobs USING INDEX sqlite_autoindex_jobs_1 (job=?)"));
+}
+
+// SQLite rewrites an index's entry whenever an UPDATE names one of its
+// columns, even to the value it had; a trigger on UPDATE OF fires exactly
+// then. A job's later rows (admitted, ended) keep its team and creation time,
+// so they must not name them: only a reused id with new ones does.
+TEST_F(SqliteStoreTest, AJobsLaterRowsRewriteNeitherItsTeamNorItsCreationTime) {
+  auto store = OpenSqliteStore(path_, {});
+  ASSERT_TRUE(store.ok()) << store.status();
+  ASSERT_TRUE(RawDb(path_)
+                  .Exec("CREATE TABLE rewrites(job TEXT); CREATE TRIGGER count_rewrites AFTER UPDATE OF team, "
+                        "created_at_ms ON jobs BEGIN INSERT INTO rewrites VALUES(NEW.job); END")
+                  .ok());
+  auto commit = [&](int64_t seq, JobRow row) {
+    Batch batch;
+    batch.journal = {Entry(seq)};
+    batch.jobs = {std::move(row)};
+    ASSERT_TRUE((*store)->Commit(batch).ok());
+  };
+  commit(1, JobRow{"j1", "alpha", "c1", "queued", 5, 0, 0, "waits", "spec"});
+  commit(2, JobRow{"j1", "alpha", "c1", "admitted", 5, 6, 0, "fits", "spec"});
+  commit(3, JobRow{"j1", "alpha", "c1", "ended", 5, 6, 7, "released", "spec"});
+  EXPECT_EQ(RawDb(path_).Query("SELECT count(*) FROM rewrites"), "0");
+  EXPECT_THAT((*store)->Job("j1").value().value(), FieldsAre("j1", "alpha", "c1", "ended", 5, 6, 7, "released", "spec"));
+  // The id again, for a job of another team created later.
+  commit(4, JobRow{"j1", "beta", "c2", "queued", 9, 0, 0, "waits", "spec2"});
+  EXPECT_EQ(RawDb(path_).Query("SELECT count(*) FROM rewrites"), "1");
+  EXPECT_THAT((*store)->Job("j1").value().value(), FieldsAre("j1", "beta", "c2", "queued", 9, 0, 0, "waits", "spec2"));
+  EXPECT_THAT((*store)->Jobs(JobFilter{"beta", ""}).value(), ElementsAre(FieldsAre("j1", _, _, _, _, _, _, _, _)));
 }
 
 TEST_F(SqliteStoreTest, ReadOnlyRefusesAFileThatNeedsMigration) {

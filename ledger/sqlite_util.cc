@@ -65,15 +65,16 @@ Statement::~Statement() {
   if (in_use_ != nullptr) *in_use_ = false;
 }
 
-// SQLITE_TRANSIENT copies the value: callers may bind temporaries safely.
 void Statement::BindInt(int index, int64_t value) { sqlite3_bind_int64(stmt_, index, value); }
 void Statement::BindReal(int index, double value) { sqlite3_bind_double(stmt_, index, value); }
+// SQLITE_STATIC: SQLite reads the caller's bytes until the destructor's
+// sqlite3_clear_bindings, instead of copying each value into its own buffer.
 void Statement::BindText(int index, const std::string& value) {
-  sqlite3_bind_text(stmt_, index, value.data(), static_cast<int>(value.size()), SQLITE_TRANSIENT);
+  sqlite3_bind_text(stmt_, index, value.data(), static_cast<int>(value.size()), SQLITE_STATIC);
 }
 void Statement::BindBlob(int index, const std::string& value) {
   // data() is never null, so an empty payload binds as an empty blob, not NULL.
-  sqlite3_bind_blob(stmt_, index, value.data(), static_cast<int>(value.size()), SQLITE_TRANSIENT);
+  sqlite3_bind_blob(stmt_, index, value.data(), static_cast<int>(value.size()), SQLITE_STATIC);
 }
 
 absl::StatusOr<bool> Statement::Step() {

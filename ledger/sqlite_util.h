@@ -39,8 +39,13 @@ class Statement {
 
   void BindInt(int index, int64_t value);
   void BindReal(int index, double value);
+  // Bound without a copy (a 256 KiB snapshot part, every job row's fields):
+  // `value` must outlive this Statement, whose destructor unbinds it.
+  // Temporaries are refused at compile time.
   void BindText(int index, const std::string& value);
   void BindBlob(int index, const std::string& value);
+  void BindText(int index, std::string&& value) = delete;
+  void BindBlob(int index, std::string&& value) = delete;
 
   // true: a row is ready; false: done. An error maps through SqliteStatus.
   absl::StatusOr<bool> Step();

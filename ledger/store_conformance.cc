@@ -400,6 +400,41 @@ TEST_P(StoreConformanceTest, UpsertsJobsByIdAndFiltersByTeamAndState) {
   EXPECT_EQ(store().Job("d").value(), std::nullopt);
 }
 
+// An ended job keeps its row; a later job may take its id with another team
+// and creation time, and the listings follow the row as last written.
+TEST_P(StoreConformanceTest, ListsEndedJobsAndAReusedIdTakesItsNewTeamAndCreationTime) {
+  Batch batch = Entries(1, 1);
+  batch.jobs = {Job("a", "x", "admitted", 10), Job("b", "y", "admitted", 20), Job("c", "x", "queued", 30)};
+  ASSERT_TRUE(store().Commit(batch).ok());
+  JobRow a_ended = Job("a", "x", "ended", 10);
+  a_ended.ended_at_ms = 40;
+  JobRow b_ended = Job("b", "y", "ended", 20);
+  b_ended.ended_at_ms = 41;
+  ASSERT_TRUE(store().Commit(JobsBatch({a_ended, b_ended})).ok());
+
+  auto ids = [&](const std::string& team, const std::string& state) {
+    std::vector<std::string> out;
+    const std::vector<JobRow> rows = store().Jobs(JobFilter{team, state}).value();
+    for (const JobRow& row : rows) out.push_back(row.job);
+    return out;
+  };
+  EXPECT_THAT(ids("", "ended"), ElementsAre("a", "b"));
+  EXPECT_THAT(ids("x", "ended"), ElementsAre("a"));
+  EXPECT_THAT(ids("", "admitted"), IsEmpty());
+  EXPECT_THAT(ids("", "queued"), ElementsAre("c"));
+  EXPECT_THAT(store().Job("b").value().value(), FieldsAre("b", "y", "c1", "ended", 20, 0, 41, "", "spec"));
+
+  // "a" again, in another team, created after "c".
+  ASSERT_TRUE(store().Commit(JobsBatch({Job("a", "y", "queued", 50)})).ok());
+  EXPECT_THAT(store().Job("a").value().value(), FieldsAre("a", "y", "c1", "queued", 50, 0, 0, "", "spec"));
+  EXPECT_THAT(ids("", ""), ElementsAre("b", "c", "a"));
+  EXPECT_THAT(ids("x", ""), ElementsAre("c"));
+  EXPECT_THAT(ids("y", ""), ElementsAre("b", "a"));
+  EXPECT_THAT(ids("", "queued"), ElementsAre("c", "a"));
+  EXPECT_THAT(ids("", "ended"), ElementsAre("b"));
+  EXPECT_THAT(ids("y", "queued"), ElementsAre("a"));
+}
+
 TEST_P(StoreConformanceTest, AddsUsageRowsWithTheSameKeyAndFiltersBySince) {
   const int64_t h = 3'600'000;
   Batch batch;
