@@ -86,7 +86,7 @@ struct CoreLoopOptions {
   // the state grows (as Redis' auto-aof-rewrite-percentage), while a
   // restart's replay stays within about ratio × the snapshot's size. 0:
   // entries only. Before the first periodic snapshot (size unknown):
-  // entries only. Why 0.5: docs/performance.md, "Snapshot interval that
+  // entries only. Why 0.5: docs/performance-service.md, "Snapshot interval that
   // grows with the state".
   double snapshot_journal_ratio = 0.5;
   int64_t snapshot_part_bytes = 256 * 1024;
