@@ -83,7 +83,8 @@ ALTER TABLE snapshots ADD COLUMN parts INTEGER;
     // pages written per commit for a listing nothing on the write path needs.
     // The live states keep an index; ended jobs, most rows of a ledger, are
     // listed from jobs_by_created (or jobs_by_team) in the same order,
-    // skipping the few live ones.
+    // skipping the few live ones. Rejected rows stay in the index: each is
+    // written once, at the refusal, and never moves.
     R"sql(
 DROP INDEX jobs_by_state;
 CREATE INDEX jobs_live_by_state ON jobs(state, created_at_ms, job) WHERE state <> 'ended';

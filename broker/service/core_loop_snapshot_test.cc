@@ -339,8 +339,9 @@ TEST_F(CoreLoopSnapshotTest, ARestartWhileTheShareHoldsASnapshotBackReplaysTheJo
   for (int i = 0; i < next_job_; ++i) {
     EXPECT_NE((*restarted)->Published()->FindJob("j" + std::to_string(i)), nullptr) << i;
   }
-  // The journal since the last snapshot still counts: its next entry
-  // reaches the share.
+  // The first writer, still running, counts the journal since its last
+  // snapshot: its next entry reaches the share. (A restarted writer starts
+  // its count at 0 and counts entries only until its first snapshot.)
   Run(Submit("j" + std::to_string(next_job_++)));
   ASSERT_TRUE(WaitForSnapshotAfter(first_seq));
   EXPECT_EQ(LatestSnapshotSeq(), last + 1);
