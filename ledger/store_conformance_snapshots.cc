@@ -16,15 +16,22 @@ namespace {
 using ::testing::FieldsAre;
 using ::testing::HasSubstr;
 
-TEST_P(StoreConformanceTest, KeepsTheEarliestAndTheLatestSnapshot) {
+// The initial snapshot "initial" at seq 0, then journal entries 1..last, each
+// committed with a snapshot "after SEQ" at 1000 * SEQ ms.
+absl::Status CommitSnapshotsThrough(Store& store, int64_t last) {
   Batch initial;
   initial.snapshot = SnapshotRecord{0, 0, "initial"};
-  ASSERT_TRUE(store().Commit(initial).ok());
-  for (int64_t seq = 1; seq <= 8; ++seq) {
+  if (absl::Status s = store.Commit(initial); !s.ok()) return s;
+  for (int64_t seq = 1; seq <= last; ++seq) {
     Batch batch = Entries(seq, seq);
     batch.snapshot = SnapshotRecord{seq, 1000 * seq, absl::StrCat("after ", seq)};
-    ASSERT_TRUE(store().Commit(batch).ok());
+    if (absl::Status s = store.Commit(batch); !s.ok()) return s;
   }
+  return absl::OkStatus();
+}
+
+TEST_P(StoreConformanceTest, KeepsTheEarliestAndTheLatestSnapshot) {
+  ASSERT_TRUE(CommitSnapshotsThrough(store(), 8).ok());
   EXPECT_THAT(store().EarliestSnapshot().value().value(), FieldsAre(0, 0, "initial"));
   EXPECT_THAT(store().LatestSnapshot().value().value(), FieldsAre(8, 8000, "after 8"));
 
@@ -35,14 +42,7 @@ TEST_P(StoreConformanceTest, KeepsTheEarliestAndTheLatestSnapshot) {
 }
 
 TEST_P(StoreConformanceTest, ADamagedSnapshotIsDataLossNamingItsSeqAndOlderOnesStayReadable) {
-  Batch initial;
-  initial.snapshot = SnapshotRecord{0, 0, "initial"};
-  ASSERT_TRUE(store().Commit(initial).ok());
-  for (int64_t seq = 1; seq <= 2; ++seq) {
-    Batch batch = Entries(seq, seq);
-    batch.snapshot = SnapshotRecord{seq, 1000 * seq, absl::StrCat("after ", seq)};
-    ASSERT_TRUE(store().Commit(batch).ok());
-  }
+  ASSERT_TRUE(CommitSnapshotsThrough(store(), 2).ok());
   ASSERT_TRUE(harness().CorruptSnapshotPayload(2).ok());
   absl::StatusOr<std::optional<SnapshotRecord>> latest = store().LatestSnapshot();
   EXPECT_EQ(latest.status().code(), absl::StatusCode::kDataLoss);
