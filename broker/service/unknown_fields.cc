@@ -9,7 +9,7 @@ using google::protobuf::FieldDescriptor;
 using google::protobuf::Message;
 using google::protobuf::Reflection;
 
-UnknownFieldScrubber::UnknownFieldScrubber(const Descriptor* root) : root_type_(root) { root_ = PlanFor(root); }
+UnknownFieldScrubber::UnknownFieldScrubber(const Descriptor* root) { PlanFor(root); }
 
 const UnknownFieldScrubber::Plan* UnknownFieldScrubber::PlanFor(const Descriptor* type) {
   if (auto it = plans_.find(type); it != plans_.end()) return it->second.get();
@@ -45,9 +45,8 @@ bool UnknownFieldScrubber::HasUnknownFields(const Message& message, const Plan& 
 }
 
 bool UnknownFieldScrubber::HasUnknownFields(const Message& message) const {
-  if (message.GetDescriptor() == root_type_) return HasUnknownFields(message, *root_);
-  // Another type: one the root contains is planned; of any other, nothing is
-  // known, so it may hold some.
+  // The root and every type it contains are planned; of any other type,
+  // nothing is known, so it may hold some.
   auto it = plans_.find(message.GetDescriptor());
   return it == plans_.end() || HasUnknownFields(message, *it->second);
 }

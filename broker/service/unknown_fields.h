@@ -53,9 +53,7 @@ class UnknownFieldScrubber {
   const Plan* PlanFor(const google::protobuf::Descriptor* type);
   bool HasUnknownFields(const google::protobuf::Message& message, const Plan& plan) const;
 
-  const google::protobuf::Descriptor* root_type_;
   absl::flat_hash_map<const google::protobuf::Descriptor*, std::unique_ptr<Plan>> plans_;
-  const Plan* root_ = nullptr;
 };
 
 }  // namespace tidegate::service
