@@ -13,6 +13,8 @@
 //       older rows, which hold their payload whole
 //   v5  jobs_by_state replaced by jobs_live_by_state, which leaves out ended
 //       jobs (fewer pages written per commit)
+//   v6  jobs_by_team and jobs_live_by_state dropped: no reader on the
+//       broker's path, two b-trees written by every commit
 #ifndef TIDEGATE_LEDGER_SQLITE_SCHEMA_H_
 #define TIDEGATE_LEDGER_SQLITE_SCHEMA_H_
 
@@ -27,7 +29,7 @@
 namespace tidegate::ledger {
 
 // The version this binary writes.
-inline constexpr int64_t kSchemaVersion = 5;
+inline constexpr int64_t kSchemaVersion = 6;
 
 // The statements that read the jobs table (sqlite_store.cc), kept beside the
 // indexes they need; the test checks each plan reads an index in its order.
@@ -35,8 +37,7 @@ inline constexpr int64_t kSchemaVersion = 5;
 struct JobListingSql {
   const char* all;
   const char* by_team;
-  const char* by_live_state;  // a state but "ended"
-  const char* ended;          // ?2 = "ended"
+  const char* by_state;
   const char* by_team_state;
   const char* by_id;
 };

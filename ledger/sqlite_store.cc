@@ -40,11 +40,11 @@ constexpr char kLastSeq[] = "SELECT coalesce(max(seq), 0) FROM journal";
 constexpr char kInsertJournal[] =
     "INSERT INTO journal(seq, at_ms, kind, payload, checksum) VALUES(?1, ?2, ?3, ?4, ?5)";
 // A job's row is written at each change of its state, but its team and
-// creation time, which key jobs_by_team and jobs_by_created, stay: SQLite
+// creation time stay, and the creation time keys jobs_by_created: SQLite
 // rewrites an index entry when its column is in the SET list, even to the
-// same value, so the usual update leaves them out and rewrites only the row
-// and jobs_live_by_state. A reused id whose team or creation time differ
-// updates nothing here (the WHERE) and is written whole by kRewriteJob.
+// same value, so the usual update leaves them out and rewrites only the row.
+// A reused id whose team or creation time differ updates nothing here (the
+// WHERE) and is written whole by kRewriteJob.
 constexpr char kUpsertJob[] =
     "INSERT INTO jobs(job, team, cluster, state, created_at_ms, admitted_at_ms, ended_at_ms, "
     "reason, spec) VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9) ON CONFLICT(job) DO UPDATE SET "
@@ -163,8 +163,7 @@ class SqliteStore final : public SqlStore {
 
   absl::StatusOr<std::vector<JobRow>> Jobs(const JobFilter& filter) override {
     const JobListingSql& q = kJobListingSql;
-    const char* by_state = filter.state == "ended" ? q.ended : q.by_live_state;
-    const char* sql = filter.team.empty() ? (filter.state.empty() ? q.all : by_state)
+    const char* sql = filter.team.empty() ? (filter.state.empty() ? q.all : q.by_state)
                                           : (filter.state.empty() ? q.by_team : q.by_team_state);
     TIDEGATE_ASSIGN_STMT(stmt, cache_, sql);
     if (!filter.team.empty()) stmt.BindText(1, filter.team);

@@ -20,6 +20,7 @@ using ::testing::_;
 using ::testing::ElementsAre;
 using ::testing::FieldsAre;
 using ::testing::HasSubstr;
+using ::testing::Optional;
 
 class SqliteHarness final : public StoreHarness {
  public:
@@ -141,7 +142,7 @@ TEST_F(SqliteStoreTest, MigratesAVersion1File) {
             absl::StrCat(kSchemaVersion));
   EXPECT_EQ(RawDb(path_).Query("SELECT group_concat(name) FROM (SELECT name FROM sqlite_master "
                                "WHERE type = 'index' AND name NOT LIKE 'sqlite_%' ORDER BY name)"),
-            "jobs_by_created,jobs_by_team,jobs_live_by_state,loans_by_lender");
+            "jobs_by_created,loans_by_lender");
   // The old rows read back through the new schema, and writing continues.
   EXPECT_THAT((*store)->Jobs(JobFilter{"alpha", ""}).value(),
               ElementsAre(FieldsAre("j1", "alpha", "c1", "queued", 5, 0, 0, "waits", "")));
@@ -181,16 +182,25 @@ INSERT INTO jobs VALUES('e3', 'alpha', 'c2', 'ended', 3, 3, 8, 'released', X'03'
 INSERT INTO jobs VALUES('d5', 'beta', 'c1', 'draining', 5, 6, 0, 'preempted', X'05');
 )sql";
 
-TEST_F(SqliteStoreTest, MigratesAVersion4LedgerAndReadsBackEveryJob) {
-  ASSERT_TRUE(RawDb(path_).Exec(kVersion4).ok());
-  auto store = OpenSqliteStore(path_, {});
+// Version 5 as the binaries that wrote it left it: the live jobs in
+// jobs_live_by_state, every job in jobs_by_team.
+constexpr char kVersion5Indexes[] = R"sql(
+CREATE INDEX jobs_by_created ON jobs(created_at_ms, job);
+CREATE INDEX jobs_by_team ON jobs(team, created_at_ms, job);
+CREATE INDEX jobs_live_by_state ON jobs(state, created_at_ms, job) WHERE state <> 'ended';
+CREATE INDEX loans_by_lender ON loans(lender, day);
+UPDATE meta SET value = 5 WHERE key = 'schema_version';
+)sql";
+
+// What an old ledger's migration must leave: the indexes of this version,
+// every job read back in each listing, and writing going on.
+void ExpectMigratedJobsReadBackAndWritingGoesOn(const std::string& path) {
+  auto store = OpenSqliteStore(path, {});
   ASSERT_TRUE(store.ok()) << store.status();
-  EXPECT_EQ(RawDb(path_).Query("SELECT value FROM meta WHERE key = 'schema_version'"), absl::StrCat(kSchemaVersion));
-  EXPECT_EQ(RawDb(path_).Query("SELECT group_concat(name) FROM (SELECT name FROM sqlite_master "
-                               "WHERE type = 'index' AND name NOT LIKE 'sqlite_%' ORDER BY name)"),
-            "jobs_by_created,jobs_by_team,jobs_live_by_state,loans_by_lender");
-  // The index holds the three live jobs, not the two ended ones.
-  EXPECT_EQ(RawDb(path_).Query("SELECT count(*) FROM jobs INDEXED BY jobs_live_by_state WHERE state <> 'ended'"), "3");
+  EXPECT_EQ(RawDb(path).Query("SELECT value FROM meta WHERE key = 'schema_version'"), absl::StrCat(kSchemaVersion));
+  EXPECT_EQ(RawDb(path).Query("SELECT group_concat(name) FROM (SELECT name FROM sqlite_master "
+                              "WHERE type = 'index' AND name NOT LIKE 'sqlite_%' ORDER BY name)"),
+            "jobs_by_created,loans_by_lender");
   EXPECT_THAT((*store)->Jobs({}).value(),
               ElementsAre(FieldsAre("a1", "alpha", "c2", "admitted", 1, 2, 0, "fits", "\x01"),
                           FieldsAre("e2", "beta", "c1", "ended", 2, 3, 9, "finished", "\x02"),
@@ -207,6 +217,7 @@ TEST_F(SqliteStoreTest, MigratesAVersion4LedgerAndReadsBackEveryJob) {
   EXPECT_THAT(ids("", "draining"), ElementsAre("d5"));
   EXPECT_THAT(ids("alpha", "ended"), ElementsAre("e3"));
   EXPECT_THAT(ids("alpha", ""), ElementsAre("a1", "e3", "q4"));
+  EXPECT_THAT((*store)->Job("q4").value(), Optional(FieldsAre("q4", _, _, "queued", _, _, _, _, _)));
   // Writing goes on: the admitted job ends, the queued one is admitted.
   Batch batch;
   batch.journal = {Entry(2)};
@@ -215,20 +226,34 @@ TEST_F(SqliteStoreTest, MigratesAVersion4LedgerAndReadsBackEveryJob) {
   ASSERT_TRUE((*store)->Commit(batch).ok());
   EXPECT_THAT(ids("", "ended"), ElementsAre("a1", "e2", "e3"));
   EXPECT_THAT(ids("", "admitted"), ElementsAre("q4"));
+  EXPECT_THAT(ids("alpha", "admitted"), ElementsAre("q4"));
 }
 
-// Every listing of jobs reads an index in its order: no full scan of the
-// table, no sort of the rows afterwards.
+TEST_F(SqliteStoreTest, MigratesAVersion4LedgerAndReadsBackEveryJob) {
+  ASSERT_TRUE(RawDb(path_).Exec(kVersion4).ok());
+  ExpectMigratedJobsReadBackAndWritingGoesOn(path_);
+}
+
+TEST_F(SqliteStoreTest, MigratesAVersion5LedgerAndReadsBackEveryJob) {
+  ASSERT_TRUE(RawDb(path_).Exec(kVersion4).ok());
+  ASSERT_TRUE(RawDb(path_).Exec("DROP INDEX jobs_by_created; DROP INDEX jobs_by_team; DROP INDEX jobs_by_state; "
+                                "DROP INDEX loans_by_lender")
+                  .ok());
+  ASSERT_TRUE(RawDb(path_).Exec(kVersion5Indexes).ok());
+  ASSERT_EQ(RawDb(path_).Query("SELECT count(*) FROM jobs INDEXED BY jobs_live_by_state WHERE state <> 'ended'"), "3");
+  ExpectMigratedJobsReadBackAndWritingGoesOn(path_);
+}
+
+// Every listing of jobs reads an index in its order: no sort of the rows
+// afterwards.
 TEST_F(SqliteStoreTest, EveryJobQueryReadsAnIndexInItsOrder) {
   ASSERT_TRUE(OpenSqliteStore(path_, {}).ok());
   RawDb raw(path_);
   auto plan = [&](const char* sql) { return raw.Column(absl::StrCat("EXPLAIN QUERY PLAN ", sql), 3); };
   const JobListingSql& q = kJobListingSql;
-  EXPECT_THAT(plan(q.all), ElementsAre("SCAN jobs USING INDEX jobs_by_created"));
-  EXPECT_THAT(plan(q.by_team), ElementsAre("SEARCH jobs USING INDEX jobs_by_team (team=?)"));
-  EXPECT_THAT(plan(q.by_live_state), ElementsAre("SEARCH jobs USING INDEX jobs_live_by_state (state=?)"));
-  EXPECT_THAT(plan(q.ended), ElementsAre("SCAN jobs USING INDEX jobs_by_created"));
-  EXPECT_THAT(plan(q.by_team_state), ElementsAre("SEARCH jobs USING INDEX jobs_by_team (team=?)"));
+  for (const char* listing : {q.all, q.by_team, q.by_state, q.by_team_state}) {
+    EXPECT_THAT(plan(listing), ElementsAre("SCAN jobs USING INDEX jobs_by_created")) << listing;
+  }
   EXPECT_THAT(plan(q.by_id), ElementsAre("SEARCH jobs USING INDEX sqlite_autoindex_jobs_1 (job=?)"));
 }
 
