@@ -32,6 +32,8 @@ constexpr char kConnectionPragmas[] = "PRAGMA temp_store = MEMORY; PRAGMA cache_
 // with UNAVAILABLE. Only a checkpoint or a second writer ever holds one long.
 constexpr int kBusyTimeoutMs = 5000;
 
+constexpr char kEnded[] = "ended";
+
 // Statements, named so StatementCache can key them by address.
 constexpr char kBegin[] = "BEGIN IMMEDIATE";
 constexpr char kCommit[] = "COMMIT";
@@ -51,6 +53,14 @@ constexpr char kUpsertJob[] =
     "cluster = excluded.cluster, state = excluded.state, admitted_at_ms = excluded.admitted_at_ms, "
     "ended_at_ms = excluded.ended_at_ms, reason = excluded.reason, spec = excluded.spec "
     "WHERE team = excluded.team AND created_at_ms = excluded.created_at_ms";
+// A job's last row (ended) updates the row its first one inserted: a plain
+// UPDATE does that with less work than the upsert, which first builds the
+// row to insert and looks for a new rowid before it finds the conflict
+// (3 % of a commit's instructions). When it changes nothing (the row is not
+// there, or its id was reused) the upsert follows.
+constexpr char kUpdateJob[] =
+    "UPDATE jobs SET cluster = ?3, state = ?4, admitted_at_ms = ?6, ended_at_ms = ?7, reason = ?8, spec = ?9 "
+    "WHERE job = ?1 AND team = ?2 AND created_at_ms = ?5";
 constexpr char kRewriteJob[] =
     "UPDATE jobs SET team = ?2, cluster = ?3, state = ?4, created_at_ms = ?5, admitted_at_ms = ?6, "
     "ended_at_ms = ?7, reason = ?8, spec = ?9 WHERE job = ?1";
@@ -234,6 +244,10 @@ class SqliteStore final : public SqlStore {
   }
 
   absl::Status UpsertJob(const JobRow& job) override {
+    if (job.state == kEnded) {
+      TIDEGATE_RETURN_IF_ERROR(RunJobStatement(kUpdateJob, job));
+      if (sqlite3_changes(db_) > 0) return absl::OkStatus();
+    }
     TIDEGATE_RETURN_IF_ERROR(RunJobStatement(kUpsertJob, job));
     // Inserted or updated: one row changed. None: the id's team or creation
     // time changed (kUpsertJob).

@@ -286,6 +286,35 @@ TEST_F(SqliteStoreTest, AJobsLaterRowsRewriteNeitherItsTeamNorItsCreationTime) {
   EXPECT_THAT((*store)->Jobs(JobFilter{"beta", ""}).value(), ElementsAre(FieldsAre("j1", _, _, _, _, _, _, _, _)));
 }
 
+// A BEFORE INSERT trigger fires for every row an INSERT tries, an upsert's
+// that turns into an update too. A job's ended row updates the row in place,
+// without first building a row to insert; an ended row whose job has no row,
+// or whose id was reused, still lands whole.
+TEST_F(SqliteStoreTest, AnEndedRowUpdatesItsJobWithoutTryingAnInsert) {
+  auto store = OpenSqliteStore(path_, {});
+  ASSERT_TRUE(store.ok()) << store.status();
+  ASSERT_TRUE(RawDb(path_)
+                  .Exec("CREATE TABLE inserts(job TEXT); CREATE TRIGGER count_inserts BEFORE INSERT ON jobs "
+                        "BEGIN INSERT INTO inserts VALUES(NEW.job); END")
+                  .ok());
+  Batch batch;
+  batch.journal = {Entry(1)};
+  batch.jobs = {JobRow{"j1", "alpha", "c1", "admitted", 5, 5, 0, "fits", "spec"},
+                JobRow{"j2", "alpha", "c1", "admitted", 6, 6, 0, "fits", "spec"}};
+  ASSERT_TRUE((*store)->Commit(batch).ok());
+  EXPECT_EQ(RawDb(path_).Query("SELECT group_concat(job) FROM inserts"), "j1,j2");
+  batch.journal = {Entry(2)};
+  batch.jobs = {JobRow{"j1", "alpha", "c1", "ended", 5, 5, 7, "released", "spec"},
+                JobRow{"j3", "beta", "c2", "ended", 4, 4, 7, "released", "spec3"},
+                JobRow{"j2", "beta", "c2", "ended", 8, 8, 9, "released", "spec2"}};
+  ASSERT_TRUE((*store)->Commit(batch).ok());
+  EXPECT_EQ(RawDb(path_).Query("SELECT group_concat(job) FROM inserts"), "j1,j2,j3,j2");
+  EXPECT_THAT((*store)->Jobs({}).value(),
+              ElementsAre(FieldsAre("j3", "beta", "c2", "ended", 4, 4, 7, "released", "spec3"),
+                          FieldsAre("j1", "alpha", "c1", "ended", 5, 5, 7, "released", "spec"),
+                          FieldsAre("j2", "beta", "c2", "ended", 8, 8, 9, "released", "spec2")));
+}
+
 TEST_F(SqliteStoreTest, ReadOnlyRefusesAFileThatNeedsMigration) {
   ASSERT_TRUE(RawDb(path_).Exec(kVersion1).ok());
   absl::Status status = OpenSqliteStore(path_, ReadOnly()).status();
