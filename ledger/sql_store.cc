@@ -21,9 +21,7 @@ absl::Status SqlStore::WriteBatch(const Batch& batch) {
   absl::StatusOr<int64_t> last = LastSeq();
   if (!last.ok()) return last.status();
   TIDEGATE_RETURN_IF_ERROR(ValidateBatch(batch, *last));
-  for (const JournalRecord& record : batch.journal) {
-    TIDEGATE_RETURN_IF_ERROR(InsertJournal(record));
-  }
+  TIDEGATE_RETURN_IF_ERROR(InsertJournalRecords(batch.journal));
   for (const JobRow& job : batch.jobs) {
     TIDEGATE_RETURN_IF_ERROR(UpsertJob(job));
   }

@@ -63,6 +63,11 @@ class SqlStore : public Store {
 
   // One statement each, inside the transaction.
   virtual absl::Status InsertJournal(const JournalRecord& record) = 0;
+  // A batch's journal records in order; by default InsertJournal for each.
+  virtual absl::Status InsertJournalRecords(const std::vector<JournalRecord>& records) {
+    for (const JournalRecord& record : records) TIDEGATE_RETURN_IF_ERROR(InsertJournal(record));
+    return absl::OkStatus();
+  }
   virtual absl::Status UpsertJob(const JobRow& job) = 0;
   virtual absl::Status AddUsage(const UsageRow& row) = 0;
   virtual absl::Status AddLoan(const LoanRow& row) = 0;

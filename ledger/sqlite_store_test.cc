@@ -315,6 +315,42 @@ TEST_F(SqliteStoreTest, AnEndedRowUpdatesItsJobWithoutTryingAnInsert) {
                           FieldsAre("j2", "beta", "c2", "ended", 8, 8, 9, "released", "spec2")));
 }
 
+// A batch's journal goes in by statements of several rows each: every
+// count, one over a statement's rows included, reads back whole and in order,
+// and a batch whose second statement fails leaves nothing of the first.
+TEST_F(SqliteStoreTest, JournalBatchesOfEverySizeReadBackInOrder) {
+  auto store = OpenSqliteStore(path_, {});
+  ASSERT_TRUE(store.ok()) << store.status();
+  int64_t seq = 0;
+  for (int count : {1, 15, 16, 17, 33}) {
+    Batch batch;
+    for (int i = 0; i < count; ++i) batch.journal.push_back(Entry(++seq));
+    ASSERT_TRUE((*store)->Commit(batch).ok()) << count;
+  }
+  std::vector<int64_t> read;
+  ASSERT_TRUE((*store)->ReadJournal(0, [&](const JournalRecord& r) {
+                        const JournalRecord expected = Entry(r.seq);
+                        EXPECT_EQ(r.at_ms, expected.at_ms);
+                        EXPECT_EQ(r.kind, expected.kind);
+                        EXPECT_EQ(r.payload, expected.payload);
+                        read.push_back(r.seq);
+                        return absl::OkStatus();
+                      }).ok());
+  std::vector<int64_t> all(82);
+  for (int64_t i = 0; i < 82; ++i) all[i] = i + 1;
+  EXPECT_EQ(read, all);
+  // A trigger refuses seq 100, so of records 83..102 the first statement
+  // (83..98) goes in and the second fails: the commit leaves nothing.
+  ASSERT_TRUE(RawDb(path_)
+                  .Exec("CREATE TRIGGER refuse_100 BEFORE INSERT ON journal WHEN NEW.seq = 100 "
+                        "BEGIN SELECT RAISE(ABORT, 'refused'); END")
+                  .ok());
+  Batch refused;
+  for (int64_t s = 83; s <= 102; ++s) refused.journal.push_back(Entry(s));
+  EXPECT_FALSE((*store)->Commit(refused).ok());
+  EXPECT_EQ((*store)->LastSeq().value(), 82);
+}
+
 TEST_F(SqliteStoreTest, ReadOnlyRefusesAFileThatNeedsMigration) {
   ASSERT_TRUE(RawDb(path_).Exec(kVersion1).ok());
   absl::Status status = OpenSqliteStore(path_, ReadOnly()).status();
