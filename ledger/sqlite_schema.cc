@@ -1,5 +1,6 @@
 #include "ledger/sqlite_schema.h"
 
+#include <string>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -140,6 +141,23 @@ constexpr char kJobById[] = TIDEGATE_JOB_COLUMNS "WHERE job = ?1";
 #undef TIDEGATE_JOB_COLUMNS
 
 const JobListingSql kJobListingSql{kJobsAll, kJobsByTeam, kJobsByState, kJobsByTeamState, kJobById};
+
+const char* InsertJournalRowsSql(size_t rows) {
+  static const std::vector<std::string>* const sql = [] {
+    auto* out = new std::vector<std::string>(kJournalRowsPerInsert + 1);
+    for (size_t n = 1; n <= kJournalRowsPerInsert; ++n) {
+      std::string& text = (*out)[n];
+      text = "INSERT INTO journal(seq, at_ms, kind, payload, checksum) VALUES";
+      for (size_t i = 0; i < n; ++i) {
+        const size_t at = i * 5;
+        absl::StrAppend(&text, i == 0 ? "" : ", ", "(?", at + 1, ", ?", at + 2, ", ?", at + 3, ", ?", at + 4,
+                        ", ?", at + 5, ")");
+      }
+    }
+    return out;
+  }();
+  return (*sql)[rows].c_str();
+}
 
 absl::StatusOr<int64_t> ReadSchemaVersion(sqlite3* db, const std::string& path) {
   absl::StatusOr<bool> has_meta =

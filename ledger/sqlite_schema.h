@@ -20,6 +20,7 @@
 
 #include <sqlite3.h>
 
+#include <cstddef>
 #include <cstdint>
 #include <string>
 
@@ -42,6 +43,13 @@ struct JobListingSql {
   const char* by_id;
 };
 extern const JobListingSql kJobListingSql;
+
+// "INSERT INTO journal(...) VALUES(?1, ..., ?5), (?6, ...)" for `rows` records,
+// 1 <= rows <= kJournalRowsPerInsert, record i binding ?5i+1..?5i+5 (seq,
+// at_ms, kind, payload, checksum). Built once: the address is stable, as
+// StatementCache's key needs.
+inline constexpr size_t kJournalRowsPerInsert = 16;
+const char* InsertJournalRowsSql(size_t rows);
 
 // The file's version: 0 for an empty file. FAILED_PRECONDITION when the file
 // has tables but no meta table (some other program's database).

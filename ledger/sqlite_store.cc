@@ -42,8 +42,6 @@ constexpr char kBegin[] = "BEGIN IMMEDIATE";
 constexpr char kCommit[] = "COMMIT";
 constexpr char kRollback[] = "ROLLBACK";
 constexpr char kLastSeq[] = "SELECT coalesce(max(seq), 0) FROM journal";
-constexpr char kInsertJournal[] =
-    "INSERT INTO journal(seq, at_ms, kind, payload, checksum) VALUES(?1, ?2, ?3, ?4, ?5)";
 // A job's row is written at each change of its state, but its team and
 // creation time stay, and the creation time keys jobs_by_created: SQLite
 // rewrites an index entry when its column is in the SET list, even to the
@@ -67,25 +65,6 @@ constexpr char kUpdateJob[] =
 constexpr char kRewriteJob[] =
     "UPDATE jobs SET team = ?2, cluster = ?3, state = ?4, created_at_ms = ?5, admitted_at_ms = ?6, "
     "ended_at_ms = ?7, reason = ?8, spec = ?9 WHERE job = ?1";
-// "INSERT INTO journal ... VALUES(?1, ..., ?5), ..." for n = 1..kJournalRowsPerInsert
-// rows, built once; the cache keys statements by these strings' addresses.
-constexpr size_t kJournalRowsPerInsert = 16;
-const char* InsertJournalRowsSql(size_t n) {
-  static const std::vector<std::string>* const sql = [] {
-    auto* out = new std::vector<std::string>(kJournalRowsPerInsert + 1);
-    for (size_t rows = 1; rows <= kJournalRowsPerInsert; ++rows) {
-      std::string& s = (*out)[rows];
-      s = "INSERT INTO journal(seq, at_ms, kind, payload, checksum) VALUES";
-      for (size_t i = 0; i < rows; ++i) {
-        const size_t at = i * 5;
-        absl::StrAppend(&s, i == 0 ? "" : ",", "(?", at + 1, ", ?", at + 2, ", ?", at + 3, ", ?", at + 4, ", ?",
-                        at + 5, ")");
-      }
-    }
-    return out;
-  }();
-  return (*sql)[n].c_str();
-}
 constexpr char kAddUsage[] =
     "INSERT INTO usage_hourly(team, resource, hour_start_ms, used, borrowed, lent, queued) "
     "VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7) ON CONFLICT(team, resource, hour_start_ms) DO UPDATE SET "
@@ -259,29 +238,24 @@ class SqliteStore final : public SqlStore {
   // work (cursor, halt) is paid once for them.
   absl::Status InsertJournalRecords(const std::vector<JournalRecord>& records) override {
     for (size_t first = 0; first < records.size(); first += kJournalRowsPerInsert) {
-      const size_t n = std::min(records.size() - first, kJournalRowsPerInsert);
-      TIDEGATE_ASSIGN_STMT(stmt, cache_, InsertJournalRowsSql(n));
-      for (size_t i = 0; i < n; ++i) {
-        const JournalRecord& record = records[first + i];
-        const int at = static_cast<int>(i) * 5;
-        stmt.BindInt(at + 1, record.seq);
-        stmt.BindInt(at + 2, record.at_ms);
-        stmt.BindText(at + 3, record.kind);
-        stmt.BindBlob(at + 4, record.payload);
-        stmt.BindInt(at + 5, record.checksum);
-      }
-      TIDEGATE_RETURN_IF_ERROR(stmt.Run());
+      TIDEGATE_RETURN_IF_ERROR(
+          InsertJournalRows(records.data() + first, std::min(records.size() - first, kJournalRowsPerInsert)));
     }
     return absl::OkStatus();
   }
 
-  absl::Status InsertJournal(const JournalRecord& record) override {
-    TIDEGATE_ASSIGN_STMT(stmt, cache_, kInsertJournal);
-    stmt.BindInt(1, record.seq);
-    stmt.BindInt(2, record.at_ms);
-    stmt.BindText(3, record.kind);
-    stmt.BindBlob(4, record.payload);
-    stmt.BindInt(5, record.checksum);
+  absl::Status InsertJournal(const JournalRecord& record) override { return InsertJournalRows(&record, 1); }
+
+  absl::Status InsertJournalRows(const JournalRecord* records, size_t n) {
+    TIDEGATE_ASSIGN_STMT(stmt, cache_, InsertJournalRowsSql(n));
+    for (size_t i = 0; i < n; ++i) {
+      const int at = static_cast<int>(i) * 5;
+      stmt.BindInt(at + 1, records[i].seq);
+      stmt.BindInt(at + 2, records[i].at_ms);
+      stmt.BindText(at + 3, records[i].kind);
+      stmt.BindBlob(at + 4, records[i].payload);
+      stmt.BindInt(at + 5, records[i].checksum);
+    }
     return stmt.Run();
   }
 
