@@ -97,7 +97,7 @@ CREATE INDEX jobs_live_by_state ON jobs(state, created_at_ms, job) WHERE state <
     // `ledger verify` reads every row). A listing by team or state now reads
     // jobs_by_created in its order and skips the other rows: still no sort,
     // and the index the whole listing needs anyway. Dropping an index frees
-    // its pages without reading the table, so the step is quick at any size.
+    // its pages without reading the table.
     R"sql(
 DROP INDEX jobs_by_team;
 DROP INDEX jobs_live_by_state;
