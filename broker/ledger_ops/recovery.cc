@@ -77,6 +77,7 @@ absl::StatusOr<RecoveredCore> RecoverCore(ledger::Store& store) {
         damage = absl::StrCat("snapshot at seq ", snapshot.seq, ": ", broker.status().message());
       } else {
         out.broker = *std::move(broker);
+        out.snapshot_bytes = static_cast<int64_t>(snapshot.payload.size());
         start = snapshot.seq;
         break;
       }
@@ -106,6 +107,7 @@ absl::StatusOr<RecoveredCore> RecoverCore(ledger::Store& store) {
     out.broker->Apply(command, rec.at_ms);
     out.seq = rec.seq;
     ++out.replayed;
+    out.replayed_bytes += static_cast<int64_t>(rec.payload.size());
     return absl::OkStatus();
   });
   if (!replay.ok()) return replay;

@@ -22,6 +22,11 @@ struct RecoveredCore {
   int64_t seq = 0;           // the last journal entry applied (the ledger's end)
   int64_t snapshot_seq = 0;  // the snapshot the replay started from
   int64_t replayed = 0;      // journal entries applied on top of it
+  // The snapshot's payload and the replayed entries' payloads, in bytes: a
+  // restarted writer takes its next snapshot when it would have without the
+  // restart (CoreLoopOptions::snapshot_journal_ratio).
+  int64_t snapshot_bytes = 0;
+  int64_t replayed_bytes = 0;
   // Newer snapshots passed over, each with why (checksum mismatch, does not
   // parse, does not fit the journal), for the log.
   std::vector<std::string> skipped;

@@ -85,8 +85,9 @@ struct CoreLoopOptions {
   // written for snapshots stay at most 1/ratio of the journal's however big
   // the state grows (as Redis' auto-aof-rewrite-percentage), while a
   // restart's replay stays within about ratio × the snapshot's size. 0:
-  // entries only. Before the first periodic snapshot (size unknown):
-  // entries only. Why 0.5: docs/performance-service.md, "Snapshot interval that
+  // entries only. A restarted writer counts from the snapshot it recovered
+  // from (its size, the journal replayed); on a new ledger, entries only
+  // until the first periodic snapshot. Why 0.5: docs/performance-service.md, "Snapshot interval that
   // grows with the state".
   double snapshot_journal_ratio = 0.5;
   int64_t snapshot_part_bytes = 256 * 1024;

@@ -2,6 +2,7 @@
 // a child process and written in parts over later commits, they restore to
 // exactly the core's state at their seq; a failed capture leaves the ledger on
 // the previous snapshot plus the journal, and a later one succeeds.
+#include <atomic>
 #include <chrono>
 #include <future>
 #include <mutex>
@@ -46,6 +47,7 @@ class RecordingStore : public ledger::ForwardingStore {
  public:
   using ForwardingStore::ForwardingStore;
   absl::Status Commit(const ledger::Batch& batch) override {
+    if (refuse_.load()) return absl::ResourceExhaustedError("refused by the test");
     absl::Status status = ForwardingStore::Commit(batch);
     if (status.ok()) {
       std::lock_guard<std::mutex> lock(mu_);
@@ -58,8 +60,11 @@ class RecordingStore : public ledger::ForwardingStore {
     std::lock_guard<std::mutex> lock(mu_);
     return shapes_;
   }
+  // Every later commit fails, as writes after kill -9 never happen.
+  void RefuseFromNowOn() { refuse_.store(true); }
 
  private:
+  std::atomic<bool> refuse_{false};
   std::mutex mu_;
   std::vector<CommitShape> shapes_;
 };
@@ -340,11 +345,34 @@ TEST_F(CoreLoopSnapshotTest, ARestartWhileTheShareHoldsASnapshotBackReplaysTheJo
     EXPECT_NE((*restarted)->Published()->FindJob("j" + std::to_string(i)), nullptr) << i;
   }
   // The first writer, still running, counts the journal since its last
-  // snapshot: its next entry reaches the share. (A restarted writer starts
-  // its count at 0 and counts entries only until its first snapshot.)
+  // snapshot: its next entry reaches the share (so does a restarted one's:
+  // the next test).
   Run(Submit("j" + std::to_string(next_job_++)));
   ASSERT_TRUE(WaitForSnapshotAfter(first_seq));
   EXPECT_EQ(LatestSnapshotSeq(), last + 1);
+}
+
+// A restart does not start the count again: the journal it replayed is
+// journal since the snapshot it started from, against that snapshot's size.
+TEST_F(CoreLoopSnapshotTest, ARestartedWriterTakesTheNextSnapshotWhereItsPredecessorWould) {
+  const auto [first_seq, first_bytes] = FirstSnapshotThenJustShortOfTheShare(/*ratio=*/2.0);
+  const int64_t last = loop_->last_seq();
+  ASSERT_GT(last - first_seq, 5);
+  // Gone without its final snapshot, as after kill -9.
+  dynamic_cast<RecordingStore*>(&loop_->store_for_tests())->RefuseFromNowOn();
+  loop_.reset();
+  ASSERT_EQ(LatestSnapshotSeq(), first_seq);
+  CoreLoopOptions options;
+  options.snapshot_every = 5;
+  options.snapshot_journal_ratio = 2.0;
+  Open(options);
+  ASSERT_EQ(loop_->last_seq(), last);
+  loop_->Start();
+  // One entry, fewer than snapshot_every since the restart, reaches the share.
+  Run(Submit("j" + std::to_string(next_job_++)));
+  ASSERT_TRUE(WaitForSnapshotAfter(first_seq));
+  EXPECT_EQ(LatestSnapshotSeq(), last + 1);
+  EXPECT_GE(JournalBytes(first_seq, last + 1), 2 * first_bytes);
 }
 
 }  // namespace

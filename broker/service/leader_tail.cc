@@ -17,6 +17,7 @@ absl::Status CatchUpCore(ledger_ops::RecoveredCore& core, ledger::Store& store) 
     core.broker->Apply(command, rec.at_ms);
     core.seq = rec.seq;
     ++core.replayed;
+    core.replayed_bytes += static_cast<int64_t>(rec.payload.size());
     return absl::OkStatus();
   });
 }
