@@ -44,7 +44,11 @@ absl::StatusOr<std::unique_ptr<CoreLoop>> CoreLoop::Open(const v1::Config& confi
   }
   std::unique_ptr<core::Broker> broker;
   int64_t seq = 0;
-  std::optional<ledger_ops::RecoveredCore> replayed_from;  // its snapshot and tail, without the core
+  // The snapshot the state was recovered from and the journal replayed on
+  // it (none on a new ledger).
+  int64_t snapshot_seq = 0;
+  int64_t snapshot_bytes = 0;
+  int64_t replayed_bytes = 0;
   if (absl::IsNotFound(recovered.status()) && !init) {
     return absl::FailedPreconditionError(
         "the ledger holds no broker state (no snapshot, no journal): it was not written by a broker (e.g. "
@@ -66,21 +70,20 @@ absl::StatusOr<std::unique_ptr<CoreLoop>> CoreLoop::Open(const v1::Config& confi
     }
     broker = std::move(recovered->broker);
     seq = recovered->seq;
-    replayed_from = *std::move(recovered);
-    spdlog::info("ledger: recovered from snapshot at seq {} and {} journal entries", replayed_from->snapshot_seq,
-                 replayed_from->replayed);
+    snapshot_seq = recovered->snapshot_seq;
+    snapshot_bytes = recovered->snapshot_bytes;
+    replayed_bytes = recovered->replayed_bytes;
+    spdlog::info("ledger: recovered from snapshot at seq {} and {} journal entries", recovered->snapshot_seq,
+                 recovered->replayed);
   }
   auto loop = std::unique_ptr<CoreLoop>(new CoreLoop(std::move(broker), std::move(store), clock, options, seq));
-  if (replayed_from.has_value()) {
-    // The journal replayed is journal since the last snapshot, as if the
-    // writer had never stopped: counted from zero, a restart would delay
-    // the next snapshot by a whole interval, or (before its first one, the
-    // snapshot's size unknown) take one after snapshot_every entries however
-    // big the state.
-    loop->last_snapshot_seq_ = replayed_from->snapshot_seq;
-    loop->snapshot_bytes_ = replayed_from->snapshot_bytes;
-    loop->journal_bytes_since_snapshot_ = replayed_from->replayed_bytes;
-  }
+  // The journal replayed is journal since the last snapshot, as if the
+  // writer had never stopped: counted from zero, a restart would delay the
+  // next snapshot by a whole interval, or (the snapshot's size unknown) take
+  // one after snapshot_every entries however big the state.
+  loop->last_snapshot_seq_ = snapshot_seq;
+  loop->snapshot_bytes_ = snapshot_bytes;
+  loop->journal_bytes_since_snapshot_ = replayed_bytes;
   // The config file given at start-up is the one in force: a difference
   // (e.g. a `config apply` not written back to the file) is applied as a
   // journalled change, never silently.
