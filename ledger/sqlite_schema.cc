@@ -142,6 +142,31 @@ constexpr char kJobById[] = TIDEGATE_JOB_COLUMNS "WHERE job = ?1";
 
 const JobListingSql kJobListingSql{kJobsAll, kJobsByTeam, kJobsByState, kJobsByTeamState, kJobById};
 
+// A job's row is written at each change of its state, but its team and
+// creation time stay, and the creation time keys jobs_by_created: SQLite
+// rewrites an index entry when its column is in the SET list, even to the
+// same value, so the usual update leaves them out and rewrites only the row.
+// A reused id whose team or creation time differ updates nothing here (the
+// WHERE) and is written whole by kRewriteJob.
+constexpr char kUpsertJob[] =
+    "INSERT INTO jobs(job, team, cluster, state, created_at_ms, admitted_at_ms, ended_at_ms, "
+    "reason, spec) VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9) ON CONFLICT(job) DO UPDATE SET "
+    "cluster = excluded.cluster, state = excluded.state, admitted_at_ms = excluded.admitted_at_ms, "
+    "ended_at_ms = excluded.ended_at_ms, reason = excluded.reason, spec = excluded.spec "
+    "WHERE team = excluded.team AND created_at_ms = excluded.created_at_ms";
+// A job's last row (ended) updates the row its first one inserted: a plain
+// UPDATE does that with less work than the upsert, which first builds the
+// row to insert and looks for a new rowid before it finds the conflict
+// (3 % of a commit's instructions). When it changes nothing (the row is not
+// there, or its id was reused) the upsert follows.
+constexpr char kUpdateJob[] =
+    "UPDATE jobs SET cluster = ?3, state = ?4, admitted_at_ms = ?6, ended_at_ms = ?7, reason = ?8, spec = ?9 "
+    "WHERE job = ?1 AND team = ?2 AND created_at_ms = ?5";
+constexpr char kRewriteJob[] =
+    "UPDATE jobs SET team = ?2, cluster = ?3, state = ?4, created_at_ms = ?5, admitted_at_ms = ?6, "
+    "ended_at_ms = ?7, reason = ?8, spec = ?9 WHERE job = ?1";
+const JobWriteSql kJobWriteSql{kUpsertJob, kUpdateJob, kRewriteJob};
+
 const char* InsertJournalRowsSql(size_t rows) {
   static const std::vector<std::string>* const sql = [] {
     auto* out = new std::vector<std::string>(kJournalRowsPerInsert + 1);

@@ -44,6 +44,17 @@ struct JobListingSql {
 };
 extern const JobListingSql kJobListingSql;
 
+// The statements that write a job's row (sqlite_store.cc), beside the
+// indexes whose entries they take care not to rewrite. Each binds ?1..?9 to
+// job, team, cluster, state, created_at_ms, admitted_at_ms, ended_at_ms,
+// reason, spec.
+struct JobWriteSql {
+  const char* upsert;        // a new row, or a later row of the same job
+  const char* update_ended;  // a job's ended row, in place (changes nothing when it has no row)
+  const char* rewrite;       // every column, for an id reused by another job
+};
+extern const JobWriteSql kJobWriteSql;
+
 // "INSERT INTO journal(...) VALUES(?1, ..., ?5), (?6, ...)" for `rows` records,
 // 1 <= rows <= kJournalRowsPerInsert, record i binding ?5i+1..?5i+5 (seq,
 // at_ms, kind, payload, checksum). Built once: the address is stable, as

@@ -42,29 +42,6 @@ constexpr char kBegin[] = "BEGIN IMMEDIATE";
 constexpr char kCommit[] = "COMMIT";
 constexpr char kRollback[] = "ROLLBACK";
 constexpr char kLastSeq[] = "SELECT coalesce(max(seq), 0) FROM journal";
-// A job's row is written at each change of its state, but its team and
-// creation time stay, and the creation time keys jobs_by_created: SQLite
-// rewrites an index entry when its column is in the SET list, even to the
-// same value, so the usual update leaves them out and rewrites only the row.
-// A reused id whose team or creation time differ updates nothing here (the
-// WHERE) and is written whole by kRewriteJob.
-constexpr char kUpsertJob[] =
-    "INSERT INTO jobs(job, team, cluster, state, created_at_ms, admitted_at_ms, ended_at_ms, "
-    "reason, spec) VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9) ON CONFLICT(job) DO UPDATE SET "
-    "cluster = excluded.cluster, state = excluded.state, admitted_at_ms = excluded.admitted_at_ms, "
-    "ended_at_ms = excluded.ended_at_ms, reason = excluded.reason, spec = excluded.spec "
-    "WHERE team = excluded.team AND created_at_ms = excluded.created_at_ms";
-// A job's last row (ended) updates the row its first one inserted: a plain
-// UPDATE does that with less work than the upsert, which first builds the
-// row to insert and looks for a new rowid before it finds the conflict
-// (3 % of a commit's instructions). When it changes nothing (the row is not
-// there, or its id was reused) the upsert follows.
-constexpr char kUpdateJob[] =
-    "UPDATE jobs SET cluster = ?3, state = ?4, admitted_at_ms = ?6, ended_at_ms = ?7, reason = ?8, spec = ?9 "
-    "WHERE job = ?1 AND team = ?2 AND created_at_ms = ?5";
-constexpr char kRewriteJob[] =
-    "UPDATE jobs SET team = ?2, cluster = ?3, state = ?4, created_at_ms = ?5, admitted_at_ms = ?6, "
-    "ended_at_ms = ?7, reason = ?8, spec = ?9 WHERE job = ?1";
 constexpr char kAddUsage[] =
     "INSERT INTO usage_hourly(team, resource, hour_start_ms, used, borrowed, lent, queued) "
     "VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7) ON CONFLICT(team, resource, hour_start_ms) DO UPDATE SET "
@@ -261,14 +238,14 @@ class SqliteStore final : public SqlStore {
 
   absl::Status UpsertJob(const JobRow& job) override {
     if (job.state == kEnded) {
-      TIDEGATE_RETURN_IF_ERROR(RunJobStatement(kUpdateJob, job));
+      TIDEGATE_RETURN_IF_ERROR(RunJobStatement(kJobWriteSql.update_ended, job));
       if (sqlite3_changes(db_) > 0) return absl::OkStatus();
     }
-    TIDEGATE_RETURN_IF_ERROR(RunJobStatement(kUpsertJob, job));
+    TIDEGATE_RETURN_IF_ERROR(RunJobStatement(kJobWriteSql.upsert, job));
     // Inserted or updated: one row changed. None: the id's team or creation
-    // time changed (kUpsertJob).
+    // time changed (the upsert's WHERE).
     if (sqlite3_changes(db_) > 0) return absl::OkStatus();
-    return RunJobStatement(kRewriteJob, job);
+    return RunJobStatement(kJobWriteSql.rewrite, job);
   }
 
   absl::Status RunJobStatement(const char* sql, const JobRow& job) {
