@@ -126,8 +126,9 @@ absl::Status AckedSeqFile::Record(int64_t seq) {
   return absl::OkStatus();
 }
 
-AckedSeqRecorder::AckedSeqRecorder(std::function<absl::Status(int64_t)> record)
-    : record_(std::move(record)), thread_([this] { Run(); }) {}
+AckedSeqRecorder::AckedSeqRecorder(std::function<absl::Status(int64_t)> record,
+                                   std::chrono::steady_clock::duration gap)
+    : record_(std::move(record)), gap_(gap), thread_([this] { Run(); }) {}
 
 AckedSeqRecorder::AckedSeqRecorder(AckedSeqFile file)
     : AckedSeqRecorder([file = std::make_shared<AckedSeqFile>(std::move(file))](int64_t seq) {
@@ -155,9 +156,13 @@ void AckedSeqRecorder::Run() {
     // Everything advanced while the previous sync ran is coalesced here.
     taken_ = latest_;
     const int64_t seq = taken_;
+    const auto started = std::chrono::steady_clock::now();
     lock.unlock();
     record_(seq).IgnoreError();
     lock.lock();
+    // What commits meanwhile waits out the gap and is coalesced too. Only
+    // Close wakes this wait, so a commit does not wake the thread.
+    closing_wake_.wait_until(lock, started + gap_, [this] { return closing_; });
   }
 }
 
@@ -168,6 +173,7 @@ void AckedSeqRecorder::Close() {
     closing_ = true;
   }
   wake_.notify_one();
+  closing_wake_.notify_one();
   thread_.join();
   // The thread is gone: no other record_ runs now.
   if (latest_ > taken_) {

@@ -11,12 +11,14 @@
 // caller's acknowledgement waits only for the ledger's own commit (the WAL's
 // fdatasync under synchronous = FULL, which is the durability); a background
 // thread writes and fdatasyncs the record, coalescing: at most one sync in
-// flight, each recording the latest committed seq. So the record may lag the
-// acknowledged seq by the commits of about one sync (a few ms): a WAL lost
-// or damaged later than that is still detected, one lost within that window
-// is not. A clean shutdown flushes the record to the last committed seq.
-// Syncing it inline doubled the syncs per commit, and the syncs bound the
-// rate under I/O load.
+// flight, each recording the latest committed seq, and at most one every
+// kAckedRecordGap. So the record may lag the acknowledged seq by the commits
+// of that gap and one sync (about 10 ms): a WAL lost or damaged later than
+// that is still detected, one lost within that window is not. A clean
+// shutdown flushes the record to the last committed seq. Syncing it inline
+// doubled the syncs per commit, and the syncs bound the rate under I/O load;
+// syncing it after every commit, off the path, still doubled the disk's
+// flushes and woke a thread per commit.
 //
 // Format: two text slots of kSlotBytes, "acked <seq> <crc32>", written in
 // turn, so a torn write (power loss mid-write) leaves the other slot intact;
@@ -28,6 +30,7 @@
 #ifndef TIDEGATE_LEDGER_ACKED_SEQ_H_
 #define TIDEGATE_LEDGER_ACKED_SEQ_H_
 
+#include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <functional>
@@ -77,14 +80,20 @@ class AckedSeqFile {
   int next_slot_ = 0;
 };
 
+// The shortest time from the start of one record to the start of the next:
+// a hundred syncs a second at most, whatever the commit rate.
+inline constexpr std::chrono::milliseconds kAckedRecordGap{10};
+
 // Records committed seqs in LEDGER.acked on its own thread, so a commit
 // does not wait for the record's sync (see the top of this file).
 class AckedSeqRecorder {
  public:
   // `record` writes one seq durably (AckedSeqFile::Record in the store; a
   // stand-in in tests). Its failures are dropped: a record left behind only
-  // weakens the check, never trips it.
-  explicit AckedSeqRecorder(std::function<absl::Status(int64_t)> record);
+  // weakens the check, never trips it. Records start at least `gap` apart;
+  // Close does not wait for the gap.
+  explicit AckedSeqRecorder(std::function<absl::Status(int64_t)> record,
+                            std::chrono::steady_clock::duration gap = kAckedRecordGap);
   explicit AckedSeqRecorder(AckedSeqFile file);
   AckedSeqRecorder(const AckedSeqRecorder&) = delete;
   AckedSeqRecorder& operator=(const AckedSeqRecorder&) = delete;
@@ -103,8 +112,10 @@ class AckedSeqRecorder {
   void Run();
 
   std::function<absl::Status(int64_t)> record_;
+  const std::chrono::steady_clock::duration gap_;
   std::mutex mu_;
-  std::condition_variable wake_;
+  std::condition_variable wake_;          // a seq to record, or Close
+  std::condition_variable closing_wake_;  // Close, during the gap
   int64_t latest_ = 0;  // the last seq advanced to
   int64_t taken_ = 0;   // the last seq handed to record_
   bool closing_ = false;

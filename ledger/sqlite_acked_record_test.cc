@@ -113,6 +113,58 @@ TEST(AckedSeqRecorderTest, CoalescesWhileASyncIsInFlightAndCloseFlushesTheLastSe
   EXPECT_FALSE(recorder.Advance(6));
 }
 
+// Records start at least the gap apart however fast commits come: each
+// record here advances the next seq at once, and still waits for the gap.
+TEST(AckedSeqRecorderTest, RecordsStartAtLeastTheGapApart) {
+  constexpr auto kGap = std::chrono::milliseconds(20);
+  std::mutex mu;
+  std::condition_variable changed;
+  std::vector<std::chrono::steady_clock::time_point> starts;
+  AckedSeqRecorder* recorder = nullptr;
+  AckedSeqRecorder gapped(
+      [&](int64_t seq) {
+        std::lock_guard<std::mutex> lock(mu);
+        starts.push_back(std::chrono::steady_clock::now());
+        recorder->Advance(seq + 1);
+        changed.notify_all();
+        return absl::OkStatus();
+      },
+      kGap);
+  recorder = &gapped;
+  ASSERT_TRUE(gapped.Advance(1));
+  {
+    std::unique_lock<std::mutex> lock(mu);
+    changed.wait(lock, [&] { return starts.size() >= 4; });
+  }
+  gapped.Close();
+  std::lock_guard<std::mutex> lock(mu);
+  for (size_t i = 1; i < 4; ++i) EXPECT_GE(starts[i] - starts[i - 1], kGap) << "record " << i;
+}
+
+// A clean shutdown records the last seq at once, even in the middle of a gap.
+TEST(AckedSeqRecorderTest, CloseDoesNotWaitOutTheGap) {
+  std::mutex mu;
+  std::condition_variable changed;
+  std::vector<int64_t> recorded;
+  AckedSeqRecorder recorder(
+      [&](int64_t seq) {
+        std::lock_guard<std::mutex> lock(mu);
+        recorded.push_back(seq);
+        changed.notify_all();
+        return absl::OkStatus();
+      },
+      std::chrono::hours(1));
+  ASSERT_TRUE(recorder.Advance(1));
+  {
+    std::unique_lock<std::mutex> lock(mu);
+    changed.wait(lock, [&] { return !recorded.empty(); });
+  }
+  ASSERT_TRUE(recorder.Advance(2));
+  recorder.Close();  // without waking the gap's wait, this would take an hour
+  std::lock_guard<std::mutex> lock(mu);
+  EXPECT_THAT(recorded, ElementsAre(1, 2));
+}
+
 TEST_F(SqliteStoreTest, ANewLedgerStartsANewRecord) {
   {
     auto store = OpenSqliteStore(path_, {}).value();
