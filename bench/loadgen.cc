@@ -9,7 +9,7 @@
 // growth over `decisions` is the memory per job (bench/run-loadgen.sh
 // prints the broker's RSS before and after).
 //
-//   tidegate-loadgen --server 127.0.0.1:50051 --clients 32 --seconds 10 \
+//   tidegate-loadgen --server 127.0.0.1:50051 --clients 32 --seconds 10
 //       --teams t0,t1,t2,t3 [-o json]
 //
 // With --attack-streams / --attack-clients a third phase repeats the mix
@@ -19,6 +19,9 @@
 //
 // Every loop is bounded by --seconds and stops by itself; it talks only to
 // the address it is given (use a loopback address).
+#include <sys/resource.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -26,6 +29,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <deque>
+#include <fstream>
 #include <iostream>
 #include <memory>
 #include <mutex>
@@ -161,9 +165,34 @@ class Worker {
   bool done_ = false;
 };
 
+// CPU time: this process's, and the whole machine's busy time (all CPUs,
+// every process: /proc/stat without idle and iowait), so a phase can tell
+// what the client itself cost and how full the cores were.
+struct CpuClock {
+  double self_s = 0;
+  double busy_s = 0;
+
+  static CpuClock Now() {
+    CpuClock c;
+    rusage usage{};
+    getrusage(RUSAGE_SELF, &usage);
+    c.self_s = usage.ru_utime.tv_sec + usage.ru_stime.tv_sec + (usage.ru_utime.tv_usec + usage.ru_stime.tv_usec) / 1e6;
+    std::ifstream stat("/proc/stat");
+    std::string cpu;
+    double user = 0, nice = 0, system = 0, idle = 0, iowait = 0, irq = 0, softirq = 0, steal = 0;
+    if (stat >> cpu >> user >> nice >> system >> idle >> iowait >> irq >> softirq >> steal && cpu == "cpu") {
+      c.busy_s = (user + nice + system + irq + softirq + steal) / static_cast<double>(sysconf(_SC_CLK_TCK));
+    }
+    return c;
+  }
+};
+
 struct Phase {
   double seconds = 0;
   Stats total;
+  double self_cpu_s = 0;    // the load generator's own CPU during the phase
+  double busy_cores = 0;    // the machine's busy cores on average, all processes
+  double SelfUsPerCall() const { return total.calls > 0 ? self_cpu_s / total.calls * 1e6 : 0; }
 };
 
 Phase Run(const Options& o, bool noop, const std::string& label) {
@@ -185,6 +214,7 @@ Phase Run(const Options& o, bool noop, const std::string& label) {
   for (int i = 0; i < o.clients; ++i) {
     workers.push_back(std::make_unique<Worker>(channels[i % channels.size()], o, i + (noop ? 100000 : 0), noop, until));
   }
+  const CpuClock cpu0 = CpuClock::Now();
   for (auto& w : workers) w->Start();
   std::thread progress([&] {
     while (Clock::now() < until) {
@@ -194,10 +224,13 @@ Phase Run(const Options& o, bool noop, const std::string& label) {
     }
   });
   for (auto& w : workers) w->Wait();
+  const CpuClock cpu1 = CpuClock::Now();
   progress.join();
   std::cerr << "\n";
   Phase p;
   p.seconds = std::chrono::duration<double>(Clock::now() - start).count();
+  p.self_cpu_s = cpu1.self_s - cpu0.self_s;
+  p.busy_cores = (cpu1.busy_s - cpu0.busy_s) / p.seconds;
   for (auto& w : workers) {
     Stats& s = w->stats();
     p.total.calls += s.calls;
@@ -380,11 +413,13 @@ int main(int argc, char** argv) {
     std::printf(
         "{\"clients\":%d,\"seconds\":%.1f,\"noop_per_s\":%.0f,\"noop_p50_ms\":%.3f,\"noop_p99_ms\":%.3f,"
         "\"calls_per_s\":%.0f,\"decisions_per_s\":%.0f,\"p50_ms\":%.3f,\"p99_ms\":%.3f,\"max_ms\":%.3f,"
-        "\"decisions\":%lld,\"errors\":%lld,\"calls_vs_noop\":%.3f}\n",
+        "\"decisions\":%lld,\"errors\":%lld,\"calls_vs_noop\":%.3f,\"loadgen_noop_cpu_us_per_call\":%.1f,"
+        "\"loadgen_cpu_us_per_call\":%.1f,\"noop_busy_cores\":%.2f,\"busy_cores\":%.2f}\n",
         o.clients, o.seconds, noop_rate, Percentile(noop.total.latency_ms, 50), Percentile(noop.total.latency_ms, 99),
         call_rate, decision_rate, Percentile(mix.total.latency_ms, 50), Percentile(mix.total.latency_ms, 99),
         Percentile(mix.total.latency_ms, 100), static_cast<long long>(mix.total.decisions),
-        static_cast<long long>(mix.total.errors + noop.total.errors), call_rate / noop_rate);
+        static_cast<long long>(mix.total.errors + noop.total.errors), call_rate / noop_rate, noop.SelfUsPerCall(),
+        mix.SelfUsPerCall(), noop.busy_cores, mix.busy_cores);
   } else {
     std::printf("clients %d, %.1f s per phase\n", o.clients, o.seconds);
     std::printf("no-op Ping:        %8.0f calls/s   p50 %.2f ms  p99 %.2f ms\n", noop_rate,
@@ -395,6 +430,10 @@ int main(int argc, char** argv) {
     std::printf("longest call: %.1f ms; decisions: %lld\n", Percentile(mix.total.latency_ms, 100),
                 static_cast<long long>(mix.total.decisions));
     std::printf("errors: %lld\n", static_cast<long long>(mix.total.errors + noop.total.errors));
+    std::printf("load generator CPU: no-op %.0f us per call, mix %.0f us per call\n", noop.SelfUsPerCall(),
+                mix.SelfUsPerCall());
+    std::printf("busy cores, all processes: no-op %.2f, mix %.2f of %ld\n", noop.busy_cores, mix.busy_cores,
+                sysconf(_SC_NPROCESSORS_ONLN));
   }
   return (mix.total.errors + noop.total.errors) == 0 ? 0 : 1;
 }

@@ -10,6 +10,9 @@
 # TIDEGATED=BINARY runs another broker binary (a "before" copy, to compare
 # back to back); BROKER_FLAGS adds flags to it (e.g. "--snapshot-every
 # 100000000" to see the rates and p99 without snapshots on the writer).
+# SERVER=echo runs the load generator against bench's echo server instead,
+# which answers every call at once and keeps nothing: the mix's ceiling on
+# this machine, what the same clients reach when the server only pays gRPC.
 # SECURE=1 runs the broker as on a network: TLS (deploy/security/issue-certs.sh),
 # a roles file and a bearer token; the load generator is an admin by token.
 set -euo pipefail
@@ -46,12 +49,18 @@ if [ "${SECURE:-0}" = 1 ]; then
   secure=(--tls-cert "$dir/broker.crt" --tls-key "$dir/broker.key" --roles "$dir/roles.yaml" --tokens "$dir/tokens")
   client=(--ca "$dir/ca.crt" --token-file "$dir/token")
 fi
-"${TIDEGATED:-build/bin/tidegated}" --config "${CONFIG:-bench/loadgen.yaml}" --db "$db" --init --listen "$listen" --sync "${SYNC:-full}" "${secure[@]}" ${BROKER_FLAGS:-} >"$dir/out" 2>"$dir/err" &
+name=tidegated
+if [ "${SERVER:-tidegated}" = echo ]; then
+  name=echo-server
+  build/bin/tidegate-echo-server --listen "$listen" >"$dir/out" 2>"$dir/err" &
+else
+  "${TIDEGATED:-build/bin/tidegated}" --config "${CONFIG:-bench/loadgen.yaml}" --db "$db" --init --listen "$listen" --sync "${SYNC:-full}" "${secure[@]}" ${BROKER_FLAGS:-} >"$dir/out" 2>"$dir/err" &
+fi
 pid=$!
 for _ in $(seq 100); do grep -q "listening on [^ ]*$" "$dir/out" && break; sleep 0.1; done
 addr=$(sed -n 's/^tidegated listening on \([^ ]*\)$/\1/p' "$dir/out" | tail -n 1)
 [ -n "$addr" ] || { cat "$dir/err"; exit 1; }
-echo "tidegated RSS before: $(ps -o rss= -p "$pid") KiB"
+echo "$name RSS before: $(ps -o rss= -p "$pid") KiB"
 # The broker's CPU during the mix phase (from its first progress line to the
 # end), per decision: less disturbed by other load than the rates.
 cpu_ticks() { awk '{print $14 + $15}' "/proc/$pid/stat"; }
@@ -69,13 +78,13 @@ status=0; wait "$loadgen" || status=$?
 ticks1=$(cpu_ticks); t1=$(date +%s.%N); thread_ticks >"$dir/threads1"
 tr '\r' '\n' <"$dir/loadgen" | grep -Ev ": [0-9]+ s *$|^ *$" || true
 [ "$status" = 0 ] || exit "$status"
-awk -v d="$(( ticks1 - ticks0 ))" -v hz="$(getconf CLK_TCK)" -v t0="$t0" -v t1="$t1" \
+awk -v name="$name" -v d="$(( ticks1 - ticks0 ))" -v hz="$(getconf CLK_TCK)" -v t0="$t0" -v t1="$t1" \
     -v rate="$(sed -n 's/.* calls\/s *\([0-9.]*\) decisions\/s.*/\1/p' "$dir/loadgen" | tail -n 1)" \
-    'BEGIN { cores = d / hz / (t1 - t0); if (rate > 0) printf "tidegated CPU during the mix: %.2f cores, %.0f us per decision\n", cores, cores / rate * 1e6 }'
-awk -v d="$(( ticks0 - noop_ticks0 ))" -v hz="$(getconf CLK_TCK)" -v t0="$noop_t0" -v t1="$t0" \
+    'BEGIN { cores = d / hz / (t1 - t0); if (rate > 0) printf "%s CPU during the mix: %.2f cores, %.0f us per decision\n", name, cores, cores / rate * 1e6 }'
+awk -v name="$name" -v d="$(( ticks0 - noop_ticks0 ))" -v hz="$(getconf CLK_TCK)" -v t0="$noop_t0" -v t1="$t0" \
     -v rate="$(sed -n 's/^no-op Ping: *\([0-9.]*\) calls\/s.*/\1/p' "$dir/loadgen" | tail -n 1)" \
-    'BEGIN { cores = d / hz / (t1 - t0); if (rate > 0) printf "tidegated CPU during the no-op: %.2f cores, %.0f us per call\n", cores, cores / rate * 1e6 }'
-awk -v hz="$(getconf CLK_TCK)" -v t0="$t0" -v t1="$t1" \
+    'BEGIN { cores = d / hz / (t1 - t0); if (rate > 0) printf "%s CPU during the no-op: %.2f cores, %.0f us per call\n", name, cores, cores / rate * 1e6 }'
+awk -v name="$name" -v hz="$(getconf CLK_TCK)" -v t0="$t0" -v t1="$t1" \
     -v rate="$(sed -n 's/.* calls\/s *\([0-9.]*\) decisions\/s.*/\1/p' "$dir/loadgen" | tail -n 1)" '
   NR == FNR { before[$1] = $3; next }
   { group = "other"
@@ -84,12 +93,12 @@ awk -v hz="$(getconf CLK_TCK)" -v t0="$t0" -v t1="$t1" \
     else if ($2 ~ /^\((nexting_thread|default-execut|grpc_|grpcpp_|event_engine|timer_manager|resolver-execu)/) group = "gRPC"
     used[group] += $3 - before[$1] }
   END { if (rate <= 0) exit
-        printf "tidegated CPU per decision by thread:"
+        printf "%s CPU per decision by thread:", name
         n = split("writer responder gRPC other", order, " ")
         for (i = 1; i <= n; ++i) printf " %s %.0f us", order[i], used[order[i]] / hz / (t1 - t0) / rate * 1e6
         printf "\n" }' "$dir/threads0" "$dir/threads1"
-echo "tidegated RSS: $(ps -o rss= -p "$pid") KiB"
+echo "$name RSS: $(ps -o rss= -p "$pid") KiB"
 # Periodic snapshots written during the run, from the broker's log lines
 # `ledger: snapshot at seq S written (X MB ...; the writer forked in F ms ...)`.
 snapshots=$(grep -c "snapshot at seq .* written" "$dir/err" || true)
-echo "tidegated snapshots written: $snapshots (largest $(sed -n 's/.*written (\([0-9.]*\) MB.*/\1/p' "$dir/err" | sort -n | tail -n 1) MB, longest fork $(sed -n 's/.*forked in \([0-9.]*\) ms.*/\1/p' "$dir/err" | sort -n | tail -n 1) ms)"
+[ "$name" = tidegated ] && echo "tidegated snapshots written: $snapshots (largest $(sed -n 's/.*written (\([0-9.]*\) MB.*/\1/p' "$dir/err" | sort -n | tail -n 1) MB, longest fork $(sed -n 's/.*forked in \([0-9.]*\) ms.*/\1/p' "$dir/err" | sort -n | tail -n 1) ms)"
