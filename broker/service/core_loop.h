@@ -178,7 +178,9 @@ class CoreLoop {
     fail_snapshot_children_.store(n);
   }
   ledger::Store& store_for_tests() { return *store_; }
-  int64_t last_seq() const { return seq_; }
+  // The seq of the latest published model: what callers have been answered
+  // from. Safe from any thread (seq_ itself is the writer's own).
+  int64_t last_seq() const { return Published()->seq(); }
   const CoreLoopOptions& options() const { return options_; }
   int64_t queued_for_tests() const;
 
