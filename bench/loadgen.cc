@@ -169,11 +169,13 @@ class Worker {
 // every process: /proc/stat without idle and iowait), so a phase can tell
 // what the client itself cost and how full the cores were.
 struct CpuClock {
+  Clock::time_point at;
   double self_s = 0;
   double busy_s = 0;
 
   static CpuClock Now() {
     CpuClock c;
+    c.at = Clock::now();
     rusage usage{};
     getrusage(RUSAGE_SELF, &usage);
     c.self_s = usage.ru_utime.tv_sec + usage.ru_stime.tv_sec + (usage.ru_utime.tv_usec + usage.ru_stime.tv_usec) / 1e6;
@@ -225,12 +227,13 @@ Phase Run(const Options& o, bool noop, const std::string& label) {
   });
   for (auto& w : workers) w->Wait();
   const CpuClock cpu1 = CpuClock::Now();
+  Phase p;
+  // Until the last call ended, not until the progress line's next tick.
+  p.seconds = std::chrono::duration<double>(Clock::now() - start).count();
   progress.join();
   std::cerr << "\n";
-  Phase p;
-  p.seconds = std::chrono::duration<double>(Clock::now() - start).count();
   p.self_cpu_s = cpu1.self_s - cpu0.self_s;
-  p.busy_cores = (cpu1.busy_s - cpu0.busy_s) / p.seconds;
+  p.busy_cores = (cpu1.busy_s - cpu0.busy_s) / std::chrono::duration<double>(cpu1.at - cpu0.at).count();
   for (auto& w : workers) {
     Stats& s = w->stats();
     p.total.calls += s.calls;
