@@ -156,13 +156,12 @@ void AckedSeqRecorder::Run() {
     // Everything advanced while the previous sync ran is coalesced here.
     taken_ = latest_;
     const int64_t seq = taken_;
-    const auto started = std::chrono::steady_clock::now();
     lock.unlock();
     record_(seq).IgnoreError();
     lock.lock();
     // What commits meanwhile waits out the gap and is coalesced too. Only
     // Close wakes this wait, so a commit does not wake the thread.
-    closing_wake_.wait_until(lock, started + gap_, [this] { return closing_; });
+    closing_wake_.wait_for(lock, gap_, [this] { return closing_; });
   }
 }
 

@@ -80,8 +80,8 @@ class AckedSeqFile {
   int next_slot_ = 0;
 };
 
-// The shortest time from the start of one record to the start of the next:
-// a hundred syncs a second at most, whatever the commit rate.
+// The shortest time from the end of one record to the start of the next:
+// under a hundred syncs a second, whatever the commit rate.
 inline constexpr std::chrono::milliseconds kAckedRecordGap{10};
 
 // Records committed seqs in LEDGER.acked on its own thread, so a commit
@@ -90,8 +90,8 @@ class AckedSeqRecorder {
  public:
   // `record` writes one seq durably (AckedSeqFile::Record in the store; a
   // stand-in in tests). Its failures are dropped: a record left behind only
-  // weakens the check, never trips it. Records start at least `gap` apart;
-  // Close does not wait for the gap.
+  // weakens the check, never trips it. A record starts at least `gap` after
+  // the previous one ended; Close does not wait for the gap.
   explicit AckedSeqRecorder(std::function<absl::Status(int64_t)> record,
                             std::chrono::steady_clock::duration gap = kAckedRecordGap);
   explicit AckedSeqRecorder(AckedSeqFile file);

@@ -113,13 +113,14 @@ TEST(AckedSeqRecorderTest, CoalescesWhileASyncIsInFlightAndCloseFlushesTheLastSe
   EXPECT_FALSE(recorder.Advance(6));
 }
 
-// Records start at least the gap apart however fast commits come: each
-// record here advances the next seq at once, and still waits for the gap.
-TEST(AckedSeqRecorderTest, RecordsStartAtLeastTheGapApart) {
+// A record starts at least the gap after the previous one ended, however
+// fast commits come: each record here advances the next seq at once, and the
+// next still waits for the gap.
+TEST(AckedSeqRecorderTest, ARecordStartsAtLeastTheGapAfterThePreviousEnded) {
   constexpr auto kGap = std::chrono::milliseconds(20);
   std::mutex mu;
   std::condition_variable changed;
-  std::vector<std::chrono::steady_clock::time_point> starts;
+  std::vector<std::chrono::steady_clock::time_point> starts, ends;
   AckedSeqRecorder* recorder = nullptr;
   AckedSeqRecorder gapped(
       [&](int64_t seq) {
@@ -127,6 +128,7 @@ TEST(AckedSeqRecorderTest, RecordsStartAtLeastTheGapApart) {
         starts.push_back(std::chrono::steady_clock::now());
         recorder->Advance(seq + 1);
         changed.notify_all();
+        ends.push_back(std::chrono::steady_clock::now());
         return absl::OkStatus();
       },
       kGap);
@@ -138,7 +140,7 @@ TEST(AckedSeqRecorderTest, RecordsStartAtLeastTheGapApart) {
   }
   gapped.Close();
   std::lock_guard<std::mutex> lock(mu);
-  for (size_t i = 1; i < 4; ++i) EXPECT_GE(starts[i] - starts[i - 1], kGap) << "record " << i;
+  for (size_t i = 1; i < 4; ++i) EXPECT_GE(starts[i] - ends[i - 1], kGap) << "record " << i;
 }
 
 // A clean shutdown records the last seq at once, even in the middle of a gap.
