@@ -7,8 +7,8 @@
 //
 //   tidegate-echo-server --listen 127.0.0.1:0
 //
-// Prints "tidegated listening on ADDRESS" as the broker does, so the same
-// script drives both. Serves until SIGTERM or SIGINT.
+// Prints "tidegate-echo-server listening on ADDRESS", the broker's line with
+// its own name, so the same script drives both. Serves until SIGTERM or SIGINT.
 #include <signal.h>
 
 #include <cstdio>
@@ -41,12 +41,19 @@ void DescribeJob(const v1::JobSpec& spec, v1::JobState state, v1::JobInfo* out) 
   *out->mutable_spec() = spec;
 }
 
+// Every reply is ready when the handler returns: finish the call at once.
+grpc::ServerUnaryReactor* FinishNow(grpc::CallbackServerContext* ctx) {
+  grpc::ServerUnaryReactor* reactor = ctx->DefaultReactor();
+  reactor->Finish(grpc::Status::OK);
+  return reactor;
+}
+
 class Admission final : public v1::AdmissionService::CallbackService {
   grpc::ServerUnaryReactor* Admit(grpc::CallbackServerContext* ctx, const v1::AdmitRequest* req,
                                   v1::AdmitResponse* resp) override {
     resp->set_decision(v1::DECISION_ADMITTED);
     DescribeJob(req->job(), v1::JOB_STATE_ADMITTED, resp->mutable_job());
-    return Finish(ctx);
+    return FinishNow(ctx);
   }
   grpc::ServerUnaryReactor* Release(grpc::CallbackServerContext* ctx, const v1::ReleaseRequest* req,
                                     v1::ReleaseResponse* resp) override {
@@ -56,12 +63,7 @@ class Admission final : public v1::AdmissionService::CallbackService {
     spec.set_replicas(1);
     (*spec.mutable_per_replica())["gpu"] = 1;
     DescribeJob(spec, v1::JOB_STATE_ENDED, resp->mutable_job());
-    return Finish(ctx);
-  }
-  static grpc::ServerUnaryReactor* Finish(grpc::CallbackServerContext* ctx) {
-    grpc::ServerUnaryReactor* reactor = ctx->DefaultReactor();
-    reactor->Finish(grpc::Status::OK);
-    return reactor;
+    return FinishNow(ctx);
   }
 };
 
@@ -89,18 +91,14 @@ class Quota final : public v1::QuotaService::CallbackService {
   grpc::ServerUnaryReactor* GetTeam(grpc::CallbackServerContext* ctx, const v1::GetTeamRequest* req,
                                     v1::TeamInfo* resp) override {
     *resp = DescribeTeam(req->team());
-    grpc::ServerUnaryReactor* reactor = ctx->DefaultReactor();
-    reactor->Finish(grpc::Status::OK);
-    return reactor;
+    return FinishNow(ctx);
   }
 };
 
 class Diagnostics final : public v1::DiagnosticsService::CallbackService {
   grpc::ServerUnaryReactor* Ping(grpc::CallbackServerContext* ctx, const v1::PingRequest*,
                                  v1::PingResponse*) override {
-    grpc::ServerUnaryReactor* reactor = ctx->DefaultReactor();
-    reactor->Finish(grpc::Status::OK);
-    return reactor;
+    return FinishNow(ctx);
   }
 };
 
@@ -136,7 +134,7 @@ int main(int argc, char** argv) {
     return 1;
   }
   const std::string host = listen.substr(0, listen.rfind(':'));
-  std::printf("tidegated listening on %s:%d\n", host.c_str(), port);
+  std::printf("tidegate-echo-server listening on %s:%d\n", host.c_str(), port);
   std::fflush(stdout);
   int signal = 0;
   sigwait(&stop_signals, &signal);

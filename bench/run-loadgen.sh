@@ -58,7 +58,7 @@ else
 fi
 pid=$!
 for _ in $(seq 100); do grep -q "listening on [^ ]*$" "$dir/out" && break; sleep 0.1; done
-addr=$(sed -n 's/^tidegated listening on \([^ ]*\)$/\1/p' "$dir/out" | tail -n 1)
+addr=$(sed -n 's/^[^ ]* listening on \([^ ]*\)$/\1/p' "$dir/out" | tail -n 1)
 [ -n "$addr" ] || { cat "$dir/err"; exit 1; }
 echo "$name RSS before: $(ps -o rss= -p "$pid") KiB"
 # The broker's CPU during the mix phase (from its first progress line to the
@@ -101,4 +101,4 @@ echo "$name RSS: $(ps -o rss= -p "$pid") KiB"
 # Periodic snapshots written during the run, from the broker's log lines
 # `ledger: snapshot at seq S written (X MB ...; the writer forked in F ms ...)`.
 snapshots=$(grep -c "snapshot at seq .* written" "$dir/err" || true)
-[ "$name" = tidegated ] && echo "tidegated snapshots written: $snapshots (largest $(sed -n 's/.*written (\([0-9.]*\) MB.*/\1/p' "$dir/err" | sort -n | tail -n 1) MB, longest fork $(sed -n 's/.*forked in \([0-9.]*\) ms.*/\1/p' "$dir/err" | sort -n | tail -n 1) ms)"
+if [ "$name" = tidegated ]; then echo "tidegated snapshots written: $snapshots (largest $(sed -n 's/.*written (\([0-9.]*\) MB.*/\1/p' "$dir/err" | sort -n | tail -n 1) MB, longest fork $(sed -n 's/.*forked in \([0-9.]*\) ms.*/\1/p' "$dir/err" | sort -n | tail -n 1) ms)"; fi
