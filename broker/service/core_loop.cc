@@ -24,9 +24,11 @@ using loop_internal::KindOf;
 using loop_internal::TickMs;
 
 CoreLoop::CoreLoop(std::unique_ptr<core::Broker> broker, std::unique_ptr<ledger::Store> store, Clock* clock,
-                   CoreLoopOptions options, int64_t seq)
+                   CoreLoopOptions options, int64_t seq, SnapshotCount since)
     : broker_(std::move(broker)), store_(std::move(store)), clock_(clock), options_(options), seq_(seq) {
-  last_snapshot_seq_ = seq;
+  last_snapshot_seq_ = since.seq;
+  snapshot_bytes_ = since.bytes;
+  journal_bytes_since_snapshot_ = since.journal_bytes;
   snapshot_row_seq_ = seq;
   last_accounting_ = broker_->Now();
   last_tick_ = clock_->NowMs();
@@ -44,11 +46,7 @@ absl::StatusOr<std::unique_ptr<CoreLoop>> CoreLoop::Open(const v1::Config& confi
   }
   std::unique_ptr<core::Broker> broker;
   int64_t seq = 0;
-  // The snapshot the state was recovered from and the journal replayed on
-  // it (none on a new ledger).
-  int64_t snapshot_seq = 0;
-  int64_t snapshot_bytes = 0;
-  int64_t replayed_bytes = 0;
+  SnapshotCount since;
   if (absl::IsNotFound(recovered.status()) && !init) {
     return absl::FailedPreconditionError(
         "the ledger holds no broker state (no snapshot, no journal): it was not written by a broker (e.g. "
@@ -70,20 +68,15 @@ absl::StatusOr<std::unique_ptr<CoreLoop>> CoreLoop::Open(const v1::Config& confi
     }
     broker = std::move(recovered->broker);
     seq = recovered->seq;
-    snapshot_seq = recovered->snapshot_seq;
-    snapshot_bytes = recovered->snapshot_bytes;
-    replayed_bytes = recovered->replayed_bytes;
+    since = {recovered->snapshot_seq, recovered->snapshot_bytes, recovered->replayed_bytes};
     spdlog::info("ledger: recovered from snapshot at seq {} and {} journal entries", recovered->snapshot_seq,
                  recovered->replayed);
   }
-  auto loop = std::unique_ptr<CoreLoop>(new CoreLoop(std::move(broker), std::move(store), clock, options, seq));
-  // The journal replayed is journal since the last snapshot, as if the
-  // writer had never stopped: counted from zero, a restart would delay the
-  // next snapshot by a whole interval, or (the snapshot's size unknown) take
-  // one after snapshot_every entries however big the state.
-  loop->last_snapshot_seq_ = snapshot_seq;
-  loop->snapshot_bytes_ = snapshot_bytes;
-  loop->journal_bytes_since_snapshot_ = replayed_bytes;
+  // Counted from zero, a restart would delay the next snapshot by a whole
+  // interval, or (the snapshot's size unknown) take one after
+  // snapshot_every entries however big the state.
+  auto loop =
+      std::unique_ptr<CoreLoop>(new CoreLoop(std::move(broker), std::move(store), clock, options, seq, since));
   // The config file given at start-up is the one in force: a difference
   // (e.g. a `config apply` not written back to the file) is applied as a
   // journalled change, never silently.

@@ -190,8 +190,17 @@ class CoreLoop {
     Done done;
     bool dry_run = false;
   };
+  // Where the count towards the next periodic snapshot starts: the snapshot
+  // the state was recovered from and the journal replayed on it, as if the
+  // writer had never stopped (zeros on a new ledger: entries only until the
+  // first periodic snapshot).
+  struct SnapshotCount {
+    int64_t seq = 0;
+    int64_t bytes = 0;
+    int64_t journal_bytes = 0;
+  };
   CoreLoop(std::unique_ptr<core::Broker> broker, std::unique_ptr<ledger::Store> store, Clock* clock,
-           CoreLoopOptions options, int64_t seq);
+           CoreLoopOptions options, int64_t seq, SnapshotCount since);
   void Run();
   // Answers a command too large for its kind; OK when it fits.
   absl::Status CheckSize(const internal::v1::Command& command) const;
