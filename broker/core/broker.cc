@@ -197,6 +197,13 @@ std::optional<TeamView> Broker::GetTeam(std::string_view name) const {
   }
   if (n != kRootNode) {
     const v1::Team& team = s.source().teams(n - 1);  // nodes follow config order after the root.
+    if (s.config().tide.teams[n - 1].empty()) {
+      // No rules: the base entries are in force and never change. The
+      // one-team config below would copy the team twice, on every batch
+      // that touches it.
+      v.quota.insert(team.quota().begin(), team.quota().end());
+      return v;
+    }
     v1::Config one;
     *one.add_teams() = team;
     const TideCalendar one_tide{{s.config().tide.teams[n - 1]}};
