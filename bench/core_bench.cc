@@ -8,18 +8,23 @@
 // memory for 100,000 jobs < 150 MB; per-event cost flat in the queue length,
 // also when teams may preempt their own jobs; decisions with 10,000 teams
 // (after ApplyConfig) and with a 1,000-rule tide calendar within 2x of a
-// small config.
+// small config; no insert into the live jobs' index pausing for the whole of
+// it as it grows to a million.
 #include <malloc.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <memory>
 #include <string>
 #include <vector>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
 #include "benchmark/benchmark.h"
 #include "broker/core/broker.h"
+#include "broker/core/job_index.h"
 #include "broker/core/state.h"
 
 namespace tidegate::core {
@@ -384,6 +389,40 @@ void BM_DecisionTideCalendar(benchmark::State& state) {
   state.SetItemsProcessed(state.iterations());
 }
 BENCHMARK(BM_DecisionTideCalendar)->ArgName("rules")->Arg(0)->Arg(1000)->Unit(benchmark::kMicrosecond);
+
+// (g) The longest single insert while the live jobs' index grows to a
+// million ids: the core's own pause when a broker keeps every job. sharded:0
+// is one hash map of them all (what State kept before JobIndex), sharded:1
+// the JobIndex. The counters are the slowest insert and the mean.
+template <typename Index, typename Set>
+void GrowIndex(benchmark::State& state, Set set) {
+  constexpr int kIds = 1000000;
+  std::vector<std::string> ids;
+  ids.reserve(kIds);
+  for (int i = 0; i < kIds; ++i) ids.push_back(absl::StrCat("lg-", i % 32, "-", i));
+  for (auto _ : state) {
+    Index index;
+    double slowest_us = 0;
+    const auto started = std::chrono::steady_clock::now();
+    for (int i = 0; i < kIds; ++i) {
+      const auto t0 = std::chrono::steady_clock::now();
+      set(index, ids[i], i);
+      slowest_us = std::max(slowest_us, std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count());
+    }
+    const double total_us = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - started).count();
+    state.counters["slowest_insert_us"] = slowest_us;
+    state.counters["mean_insert_us"] = total_us / kIds;
+  }
+}
+void BM_JobIndexGrowth(benchmark::State& state) {
+  if (state.range(0) == 0) {
+    GrowIndex<absl::flat_hash_map<std::string, int>>(
+        state, [](absl::flat_hash_map<std::string, int>& m, const std::string& id, int slot) { m[id] = slot; });
+  } else {
+    GrowIndex<JobIndex>(state, [](JobIndex& m, const std::string& id, int slot) { m.Set(id, slot); });
+  }
+}
+BENCHMARK(BM_JobIndexGrowth)->ArgName("sharded")->Arg(0)->Arg(1)->Iterations(1)->Unit(benchmark::kMillisecond);
 
 }  // namespace
 }  // namespace tidegate::core

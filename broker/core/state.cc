@@ -19,8 +19,7 @@ State::State(CompiledConfig config, v1::Config source)
 }
 
 int State::FindJob(std::string_view id) const {
-  auto it = job_index_.find(AbslView(id));
-  return it == job_index_.end() ? -1 : it->second;
+  return job_index_.Find(id);
 }
 
 int State::NewJob(Job job) {
@@ -34,7 +33,7 @@ int State::NewJob(Job job) {
     jobs_.push_back(std::move(job));
   }
   jobs_[slot].gen = ++job_gen_;
-  job_index_[jobs_[slot].id] = slot;
+  job_index_.Set(jobs_[slot].id, slot);
   const std::vector<Quantity> most = MaxDemand(jobs_[slot]);
   for (int r = 0; r < num_resources(); ++r) known_demand_[r] += most[r];  // bounded by Submit's check.
   ForgetEnded(jobs_[slot].id);
@@ -65,7 +64,7 @@ void State::DropJob(int j) {
   }
   const std::vector<Quantity> most = MaxDemand(jobs_[j]);
   for (int r = 0; r < num_resources(); ++r) known_demand_[r] -= most[r];
-  job_index_.erase(jobs_[j].id);
+  job_index_.Erase(jobs_[j].id);
   jobs_[j] = Job{};
   free_slots_.push_back(j);
 }
@@ -95,7 +94,7 @@ void State::RecomputeUsage() {
   for (auto& n : nodes_) std::fill(n.usage.begin(), n.usage.end(), 0);
   for (auto& c : cluster_used_) std::fill(c.begin(), c.end(), 0);
   std::vector<std::vector<Quantity>> leaf_u(nodes_.size(), std::vector<Quantity>(num_resources(), 0));
-  for (const auto& [id, j] : job_index_) {
+  job_index_.ForEachSlot([&](int j) {
     const Job& job = jobs_[j];
     if (job.phase != Phase::kQueued) {
       for (int r = 0; r < num_resources(); ++r) {
@@ -109,7 +108,7 @@ void State::RecomputeUsage() {
         cluster_used_[hold.cluster][r] += hold.amount[r];
       }
     }
-  }
+  });
   // Post-order: children before parents (node ids are not ordered).
   std::vector<int> order;
   std::vector<std::pair<int, size_t>> stack{{kRootNode, 0}};
@@ -306,7 +305,7 @@ void State::ReconfigureQuota(CompiledConfig config) {
     v = std::move(out);
   };
   move_vec(known_demand_);
-  for (auto& [id, j] : job_index_) {
+  job_index_.ForEachSlot([&](int j) {
     Job& job = jobs_[j];
     move_vec(job.demand);
     move_vec(job.per_replica);
@@ -325,7 +324,7 @@ void State::ReconfigureQuota(CompiledConfig config) {
     if (job.exceeds_max) job.reason.clear();  // the config changed: retry.
     job.exceeds_max = false;
     job.parked_stamp = 0;
-  }
+  });
   std::vector<NodeState> next(config.nodes.size());
   for (auto& n : next) {
     n.usage.assign(newR, 0);
@@ -366,12 +365,12 @@ void State::ReplaceQuota(const CompiledConfig& config) {
     return;
   }
   // What ReconfigureQuota does when every map is the identity.
-  for (auto& [id, j] : job_index_) {
+  job_index_.ForEachSlot([&](int j) {
     Job& job = jobs_[j];
     if (job.exceeds_max) job.reason.clear();  // the config changed: retry.
     job.exceeds_max = false;
     job.parked_stamp = 0;
-  }
+  });
   for (NodeState& n : nodes_) n.stuck = false;
   for (size_t i = 0; i < config.nodes.size(); ++i) {
     const NodeConfig& from = config.nodes[i];

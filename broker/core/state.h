@@ -18,7 +18,7 @@
 #include <tuple>
 #include <vector>
 
-#include "absl/container/flat_hash_map.h"
+#include "broker/core/job_index.h"
 #include "broker/core/coming_usage.h"
 #include "broker/core/config.h"
 #include "broker/core/ended_jobs.h"
@@ -195,7 +195,7 @@ class State {
   Quantity known_demand(int r) const { return known_demand_[r]; }
   static std::vector<Quantity> MaxDemand(const Job& job);
   template <typename F> void ForEachJob(F f) const {
-    for (const auto& [id, j] : job_index_) f(j);
+    job_index_.ForEachSlot(f);
   }
 
   // ---- usage. Deltas may be negative; u(n) of ancestors follows
@@ -324,7 +324,7 @@ class State {
   std::vector<Quantity> known_demand_;
   std::deque<Job> jobs_;  // deque: QueueKey points at ids, so slots never move.
   std::vector<int> free_slots_;
-  absl::flat_hash_map<std::string, int> job_index_;
+  JobIndex job_index_;
   std::set<int> teams_with_pending_;
   std::set<int> teams_with_growable_;
   std::set<int> waiters_;
