@@ -2,16 +2,13 @@
 
 #include <algorithm>
 
-#include "absl/strings/string_view.h"
+#include "broker/core/types.h"
 
 namespace tidegate::core {
-namespace {
-absl::string_view View(std::string_view s) { return absl::string_view(s.data(), s.size()); }
-}  // namespace
 
 int JobIndex::Find(std::string_view id) const {
   const Shard& shard = shards_[ShardOf(id)];
-  auto it = shard.find(View(id));
+  auto it = shard.find(AbslView(id));
   return it == shard.end() ? -1 : it->second;
 }
 
@@ -22,7 +19,7 @@ void JobIndex::Set(const std::string& id, int slot) {
 
 void JobIndex::Erase(std::string_view id) {
   Shard& shard = shards_[ShardOf(id)];
-  auto it = shard.find(View(id));
+  auto it = shard.find(AbslView(id));
   if (it == shard.end()) return;
   shard.erase(it);
   --size_;

@@ -5,12 +5,13 @@
 // the jobs"). Here the ids are spread over kShards maps, each growing on its
 // own, so one insert rehashes at most about 1/kShards of them.
 //
-// Order: ForEach visits every entry once, in no particular order (as a hash
+// Order: ForEachSlot visits every entry once, in no particular order (as a hash
 // map does); callers must not depend on it.
 #ifndef TIDEGATE_BROKER_CORE_JOB_INDEX_H_
 #define TIDEGATE_BROKER_CORE_JOB_INDEX_H_
 
 #include <cstddef>
+#include <functional>
 #include <string>
 #include <string_view>
 #include <vector>
