@@ -13,13 +13,13 @@
 
 #include <deque>
 #include <filesystem>
-#include <fstream>
 #include <random>
 #include <string>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "benchmark/benchmark.h"
+#include "ledger/bytes_written.h"
 #include "ledger/store.h"
 
 namespace tidegate::ledger {
@@ -27,17 +27,6 @@ namespace {
 
 constexpr int kClients = 32;
 constexpr int kCommandsPerCommit = 15;
-
-// Bytes this process has written through write(2)/pwrite(2) so far.
-int64_t WrittenBytes() {
-  std::ifstream io("/proc/self/io");
-  std::string key;
-  int64_t value = 0;
-  while (io >> key >> value) {
-    if (key == "wchar:") return value;
-  }
-  return 0;
-}
 
 class LoadgenPattern {
  public:
@@ -108,7 +97,7 @@ void BM_SqliteCommit(benchmark::State& state) {
       state.SkipWithError(std::string(store.status().message()).c_str());
       return;
     }
-    const int64_t written0 = WrittenBytes();
+    const int64_t written0 = BytesWrittenByThisProcess();
     int64_t commands = 0;
     double cpu = 0;
     for (auto _ : state) {
@@ -120,7 +109,7 @@ void BM_SqliteCommit(benchmark::State& state) {
     }
     state.SetItemsProcessed(commands);
     state.counters["cpu_us"] = benchmark::Counter(cpu / static_cast<double>(commands) * 1e6);
-    state.counters["written_B"] = benchmark::Counter(static_cast<double>(WrittenBytes() - written0) / commands);
+    state.counters["written_B"] = benchmark::Counter(static_cast<double>(BytesWrittenByThisProcess() - written0) / commands);
   }
   std::filesystem::remove_all(dir);
 }

@@ -449,37 +449,6 @@ TEST(BrokerTest, InnerTeamsReportTheirSubtreeUsage) {
   EXPECT_EQ(b->TotalCapacity("gpu"), 8);
 }
 
-// A team without tide rules reports its base entries; one whose rule is in
-// force reports the rule's, and when it changes next.
-TEST(BrokerTest, GetTeamReportsTheQuotaInForce) {
-  auto b = Make(R"pb(
-    clusters { name: "k1" capacity { key: "gpu" value: 8 } }
-    teams { name: "a" quota { key: "gpu" value { guaranteed: 4 borrow_limit: 1 } } }
-    teams {
-      name: "s"
-      quota { key: "gpu" value { guaranteed: 2 } }
-      tide {
-        days: [ WEEKDAY_MON ]
-        from: "00:00"
-        to: "24:00"
-        timezone: "UTC"
-        quota { key: "gpu" value { guaranteed: 3 } }
-      }
-    })pb");  // kT0 is a Monday, 13:46 UTC
-  const TeamView a = *b->GetTeam("a");
-  ASSERT_EQ(a.quota.size(), 1u);
-  EXPECT_EQ(a.quota.at("gpu").guaranteed(), 4);
-  EXPECT_EQ(a.quota.at("gpu").borrow_limit(), 1);
-  EXPECT_TRUE(a.tide.empty());
-  EXPECT_EQ(a.next_tide_change, -1);
-  EXPECT_TRUE(a.next_tide_quota.empty());
-  const TeamView s = *b->GetTeam("s");
-  EXPECT_EQ(s.quota.at("gpu").guaranteed(), 3);
-  EXPECT_EQ(s.tide.size(), 1u);
-  EXPECT_EQ(s.next_tide_change, kT0 + (10 * 3600 + 13 * 60 + 20) * kSec);  // Tuesday 00:00
-  EXPECT_EQ(s.next_tide_quota.at("gpu").guaranteed(), 2);
-}
-
 // The victim searches compare candidates by a packed key; it must order
 // every pair as CandidateKey does, ties and ids sharing their first 8 bytes
 // included (the fair-sharing search's order, and so its victims, hang on it).

@@ -425,5 +425,24 @@ TEST(TideTest, TideReasonsStateTheChangeTheDeadlineAndTheNumbers) {
             "for the change or for jobs to end");
 }
 
+// GetTeam reports the quota in force: a team without rules its base entries,
+// one inside its rule's window the rule's, and when and to what it changes.
+TEST(TideTest, GetTeamReportsTheQuotaInForce) {
+  auto broker = Broker::Create(Parse(kServing), At("2026-01-05T12:00:00Z"));
+  ASSERT_TRUE(broker.ok()) << broker.status();
+  const TeamView training = *(*broker)->GetTeam("training");
+  ASSERT_EQ(training.quota.size(), 1u);
+  EXPECT_EQ(training.quota.at("gpu").guaranteed(), 4);
+  EXPECT_TRUE(training.tide.empty());
+  EXPECT_EQ(training.next_tide_change, -1);
+  EXPECT_TRUE(training.next_tide_quota.empty());
+  const TeamView serving = *(*broker)->GetTeam("serving");
+  EXPECT_EQ(serving.quota.at("gpu").guaranteed(), 12);
+  EXPECT_EQ(serving.quota.at("gpu").borrow_limit(), 2);
+  EXPECT_EQ(serving.tide.size(), 1u);
+  EXPECT_EQ(serving.next_tide_change, At("2026-01-05T20:00:00Z"));
+  EXPECT_EQ(serving.next_tide_quota.at("gpu").guaranteed(), 4);
+}
+
 }  // namespace
 }  // namespace tidegate::core
