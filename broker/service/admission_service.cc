@@ -138,8 +138,13 @@ grpc::ServerUnaryReactor* AdmissionServiceImpl::Admit(grpc::CallbackServerContex
       } else if (j.state() == v1::JOB_STATE_QUEUED) {
         resp->set_decision(v1::DECISION_QUEUED);
         resp->set_reason(j.reason());
-      } else {
+      } else if (j.state() == v1::JOB_STATE_ADMITTED || j.state() == v1::JOB_STATE_DRAINING) {
         resp->set_decision(j.borrowing() ? v1::DECISION_ADMITTED_BORROWING : v1::DECISION_ADMITTED);
+      } else {
+        // The model answered from lacks the job: never guess a decision.
+        reactor->Finish(grpc::Status(grpc::StatusCode::INTERNAL,
+                                     absl::StrCat("job ", id, ": its decision is not known here; retry")));
+        return;
       }
     }
     if (resp->reason().empty()) resp->set_reason(resp->job().reason());

@@ -217,10 +217,14 @@ class CoreLoop {
                   core::Time now, std::vector<ledger::JobRow>* rows, std::vector<std::string>* changed_teams,
                   ReadModel::Records* records) const;
   // The commit-failure path: answers the batch UNAVAILABLE, keeps its usage
-  // rows for the next commit, reloads the core from the ledger.
-  void CommitFailed(const absl::Status& failure, std::vector<Pending> batch, ledger::Batch refused, core::Time now);
+  // rows for the next commit, reloads the core from the ledger. `touched`:
+  // the batch's jobs.
+  void CommitFailed(const absl::Status& failure, std::vector<Pending> batch, ledger::Batch refused,
+                    const std::vector<std::string>& touched, core::Time now);
   // Reloads the core from the ledger; false (logged) when the ledger cannot
-  // be read either, so the core stays unusable until a later retry.
+  // be read either, so the core stays unusable until a later retry. A ledger
+  // ahead of the published model (a failed commit that was applied) is
+  // published: readers, and retries answered without a commit, see it.
   bool ReloadCore();
   void SetLedgerHealth(absl::Status health);
   // Answers UNAVAILABLE (writes refused until the retry); `surely_unwritten`
@@ -281,6 +285,9 @@ class CoreLoop {
   // usage rows of refused batches, for the next commit.
   bool core_dirty_ = false;
   core::Time retry_commit_at_ = 0;
+  // Jobs of refused batches that the ledger may hold all the same; if the
+  // reload finds it does, their streams and agents are woken.
+  std::vector<std::string> maybe_applied_jobs_;
   std::vector<ledger::UsageRow> unwritten_usage_;
   std::vector<ledger::LoanRow> unwritten_loans_;
 

@@ -118,7 +118,7 @@ void CoreLoop::ApplyBatch(std::vector<Pending> batch) {
                    &applied_events, nullptr};
   if (!committed.ok()) {
     if (batch_observer_) batch_observer_(stats);
-    CommitFailed(committed, std::move(batch), std::move(out), now);
+    CommitFailed(committed, std::move(batch), std::move(out), touched, now);
     return;
   }
   unwritten_usage_.clear();
@@ -198,7 +198,7 @@ void CoreLoop::AddJobRows(const std::vector<std::string>& touched,
 }
 
 void CoreLoop::CommitFailed(const absl::Status& failure, std::vector<Pending> batch, ledger::Batch refused,
-                            core::Time now) {
+                            const std::vector<std::string>& touched, core::Time now) {
   // The core has applied what the ledger did not record. Nothing of the batch
   // is acknowledged; the core goes back to what the ledger holds, which is
   // exactly what was acknowledged. Usage already happened, so its rows wait
@@ -212,6 +212,7 @@ void CoreLoop::CommitFailed(const absl::Status& failure, std::vector<Pending> ba
   SetLedgerHealth(absl::UnavailableError(absl::StrCat("the ledger cannot be written: ", failure.message())));
   retry_commit_at_ = clock_->NowMs() + options_.retry_commit_after_ms;
   core_dirty_ = true;
+  maybe_applied_jobs_.insert(maybe_applied_jobs_.end(), touched.begin(), touched.end());
   if (ReloadCore()) {
     // The accountant holds the refused batch's usage from `now` on; the
     // acknowledged state replaces it, so refused admissions accrue nothing.
@@ -238,6 +239,24 @@ bool CoreLoop::ReloadCore() {
   core_dirty_ = false;
   spdlog::info("ledger: core reloaded at seq {} (snapshot {} + {} journal entries)", seq_, recovered->snapshot_seq,
                recovered->replayed);
+  // The refused batch was applied after all (the server committed and its
+  // answer was lost): what readers see, and what a retry of the batch's
+  // commands is answered from when it changes nothing, must hold it.
+  if (seq_ != Published()->seq()) {
+    spdlog::warn("ledger: the failed commit was applied (seq {} in the ledger, {} acknowledged); publishing it", seq_,
+                 Published()->seq());
+    // So were the usage rows it carried: held for the next commit, they
+    // would be added twice.
+    unwritten_usage_.clear();
+    unwritten_loans_.clear();
+    auto model = ReadModel::Build(*broker_, seq_);
+    {
+      absl::MutexLock lock(&mu_);
+      published_ = std::move(model);
+    }
+    QueueAnswers({}, &maybe_applied_jobs_);
+  }
+  maybe_applied_jobs_.clear();
   return true;
 }
 

@@ -304,6 +304,45 @@ TEST_F(CoreLoopFaultTest, AnIoErrorDoesNotPromiseThatNothingChanged) {
   EXPECT_THAT(Run(Submit("j2", "red", 2)).status().message(), HasSubstr("nothing was changed"));
 }
 
+// A commit the server made but whose answer was lost (PostgreSQL restarted
+// under it): the reloaded core holds the batch, and so must what readers and
+// a retry are answered from. Before, the model stayed the one published
+// before the failure, so a retry of the same Admit was answered from a model
+// without the job.
+TEST_F(CoreLoopFaultTest, ABatchCommittedDespiteAFailedCommitIsWhatReadersSee) {
+  ASSERT_TRUE(Run(Submit("j1", "red", 4)).ok());
+  ASSERT_TRUE(Run(Submit("b1", "blue", 4)).ok());
+  store_->FailAfterWriting(absl::UnavailableError("server closed the connection unexpectedly"));
+  EXPECT_EQ(Run(Submit("j2", "red", 2)).status().code(), absl::StatusCode::kUnavailable);
+  store_->Heal();
+  ASSERT_TRUE(health_.WaitFor(true));
+  const JobRecord* seen = loop_->Published()->FindRecord("j2");
+  ASSERT_NE(seen, nullptr) << "the ledger holds j2, readers do not";
+  EXPECT_EQ(seen->state(), v1::JOB_STATE_QUEUED);
+  // The retry changes nothing and is answered from a model that has j2.
+  absl::StatusOr<Applied> retried = Run(Submit("j2", "red", 2));
+  ASSERT_TRUE(retried.ok()) << retried.status();
+  ASSERT_NE(retried->model->FindRecord("j2"), nullptr);
+  EXPECT_EQ(retried->model->FindRecord("j2")->state(), v1::JOB_STATE_QUEUED);
+}
+
+// The usage rows of a commit that was applied despite its error are in the
+// ledger: holding them for the next commit would count them twice.
+TEST_F(CoreLoopFaultTest, UsageOfACommitAppliedDespiteItsErrorIsCountedOnce) {
+  FakeClock& fake = fake_clock_;
+  clock_ = &fake;
+  Open(/*retry_ms=*/60'000);
+  ASSERT_TRUE(Run(Submit("j1", "red", 2)).ok());
+  fake.Advance(60'000);
+  store_->FailAfterWriting(absl::UnavailableError("server closed the connection unexpectedly"));
+  EXPECT_FALSE(Run(Submit("k", "blue", 1)).ok());  // carries j1's first minute
+  fake.Advance(60'000);
+  store_->Heal();
+  ASSERT_TRUE(Run(Submit("k2", "blue", 1)).ok());
+  loop_->Stop();
+  EXPECT_DOUBLE_EQ(UsedSeconds("red"), 2.0 * 120) << "j1's 2 GPUs for 120 s";
+}
+
 // Opening a store with no snapshot and no journal makes a new ledger only
 // when asked (tidegated --init); otherwise it is refused, unchanged.
 TEST(CoreLoopOpenTest, AStoreWithoutStateIsRefusedUnlessInit) {

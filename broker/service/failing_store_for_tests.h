@@ -20,16 +20,31 @@ class FailingStore : public ledger::ForwardingStore {
   using ForwardingStore::ForwardingStore;
   absl::Status Commit(const ledger::Batch& batch) override {
     ++commits_;
+    bool after_writing;
+    absl::Status failure;
     {
       absl::MutexLock lock(&mu_);
       held_rows_ = static_cast<int>(batch.usage.size() + batch.loans.size());
-      if (!failure_.ok()) return failure_;
+      if (failure_.ok()) return target()->Commit(batch);
+      after_writing = after_writing_;
+      failure = failure_;
     }
-    return target()->Commit(batch);
+    if (after_writing) {
+      if (absl::Status written = target()->Commit(batch); !written.ok()) return written;
+    }
+    return failure;
   }
   void Fail(absl::Status failure) {
     absl::MutexLock lock(&mu_);
     failure_ = std::move(failure);
+    after_writing_ = false;
+  }
+  // Commits, then reports `failure`: the server committed and the answer
+  // was lost (a database restarted, a connection reset).
+  void FailAfterWriting(absl::Status failure) {
+    absl::MutexLock lock(&mu_);
+    failure_ = std::move(failure);
+    after_writing_ = true;
   }
   void Heal() { Fail(absl::OkStatus()); }
   int commits() const { return commits_.load(); }
@@ -42,6 +57,7 @@ class FailingStore : public ledger::ForwardingStore {
  private:
   absl::Mutex mu_;
   absl::Status failure_ ABSL_GUARDED_BY(mu_);
+  bool after_writing_ ABSL_GUARDED_BY(mu_) = false;
   int held_rows_ ABSL_GUARDED_BY(mu_) = 0;
   std::atomic<int> commits_{0};
 };
