@@ -142,7 +142,7 @@ grpc::ServerUnaryReactor* AdmissionServiceImpl::Admit(grpc::CallbackServerContex
         resp->set_decision(j.borrowing() ? v1::DECISION_ADMITTED_BORROWING : v1::DECISION_ADMITTED);
       } else {
         // The model answered from lacks the job: never guess a decision.
-        reactor->Finish(grpc::Status(grpc::StatusCode::INTERNAL,
+        reactor->Finish(grpc::Status(grpc::StatusCode::UNAVAILABLE,
                                      absl::StrCat("job ", id, ": its decision is not known here; retry")));
         return;
       }

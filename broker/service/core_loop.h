@@ -248,8 +248,8 @@ class CoreLoop {
   void CollectSnapshot();
   void WriteSnapshotPartAlone();
   bool SnapshotPartsPending() const { return snapshot_parts_.has_value(); }
-  void AbandonSnapshot(const std::string& why);  std::vector<core::Event> DryRunEvents(const internal::v1::Command& command, core::Time now) const;
-  void Publish(const std::vector<core::Event>& events, const std::vector<std::string>& touched);
+  void AbandonSnapshot(const std::string& why);
+  std::vector<core::Event> DryRunEvents(const internal::v1::Command& command, core::Time now) const;
 
   // Usage and loans: observes the leaves of `changed_teams` (every team when
   // null or after a config change) at `now`; with take_rows, moves the
@@ -285,9 +285,15 @@ class CoreLoop {
   // usage rows of refused batches, for the next commit.
   bool core_dirty_ = false;
   core::Time retry_commit_at_ = 0;
-  // Jobs of refused batches that the ledger may hold all the same; if the
-  // reload finds it does, their streams and agents are woken.
-  std::vector<std::string> maybe_applied_jobs_;
+  // The refused batch, until a reload tells whether the ledger holds it all
+  // the same: when it was refused (the accountant observed its state then),
+  // its last journal seq, and its jobs (woken if it was applied).
+  struct Refused {
+    core::Time at = 0;
+    int64_t last_seq = 0;
+    std::vector<std::string> jobs;
+  };
+  std::optional<Refused> refused_;
   std::vector<ledger::UsageRow> unwritten_usage_;
   std::vector<ledger::LoanRow> unwritten_loans_;
 

@@ -212,12 +212,8 @@ void CoreLoop::CommitFailed(const absl::Status& failure, std::vector<Pending> ba
   SetLedgerHealth(absl::UnavailableError(absl::StrCat("the ledger cannot be written: ", failure.message())));
   retry_commit_at_ = clock_->NowMs() + options_.retry_commit_after_ms;
   core_dirty_ = true;
-  maybe_applied_jobs_.insert(maybe_applied_jobs_.end(), touched.begin(), touched.end());
-  if (ReloadCore()) {
-    // The accountant holds the refused batch's usage from `now` on; the
-    // acknowledged state replaces it, so refused admissions accrue nothing.
-    Account(now, /*take_rows=*/false, nullptr, nullptr);
-  }
+  refused_ = Refused{now, refused.journal.empty() ? seq_ : refused.journal.back().seq, touched};
+  ReloadCore();  // or a retry does, before any other commit
   // Disk full and read-only fail before anything is written; another I/O
   // error may fail after the WAL holds the batch, so it may be in force.
   const bool surely_unwritten = failure.code() == absl::StatusCode::kResourceExhausted ||
@@ -239,24 +235,35 @@ bool CoreLoop::ReloadCore() {
   core_dirty_ = false;
   spdlog::info("ledger: core reloaded at seq {} (snapshot {} + {} journal entries)", seq_, recovered->snapshot_seq,
                recovered->replayed);
+  if (!refused_.has_value()) return true;
+  // The accountant has held the refused batch's usage since it was refused;
+  // the state reloaded replaces it from that instant, so refused admissions
+  // accrue nothing however long the ledger stayed unreadable.
+  Account(refused_->at, /*take_rows=*/false, nullptr, nullptr);
   // The refused batch was applied after all (the server committed and its
   // answer was lost): what readers see, and what a retry of the batch's
   // commands is answered from when it changes nothing, must hold it.
-  if (seq_ != Published()->seq()) {
-    spdlog::warn("ledger: the failed commit was applied (seq {} in the ledger, {} acknowledged); publishing it", seq_,
-                 Published()->seq());
-    // So were the usage rows it carried: held for the next commit, they
-    // would be added twice.
-    unwritten_usage_.clear();
-    unwritten_loans_.clear();
+  if (const int64_t acknowledged = Published()->seq(); seq_ != acknowledged) {
+    if (seq_ >= refused_->last_seq) {
+      spdlog::warn("ledger: the failed commit was applied (seq {} in the ledger, {} acknowledged); publishing it",
+                   seq_, acknowledged);
+      // The usage rows it carried were written with it: held for the next
+      // commit, they would be added twice.
+      unwritten_usage_.clear();
+      unwritten_loans_.clear();
+    } else {
+      spdlog::error("ledger: the ledger is not at the seq acknowledged (seq {} in the ledger, {} acknowledged); "
+                    "publishing what it holds",
+                    seq_, acknowledged);
+    }
     auto model = ReadModel::Build(*broker_, seq_);
     {
       absl::MutexLock lock(&mu_);
       published_ = std::move(model);
     }
-    QueueAnswers({}, &maybe_applied_jobs_);
+    QueueAnswers({}, &refused_->jobs);
   }
-  maybe_applied_jobs_.clear();
+  refused_.reset();
   return true;
 }
 
@@ -288,9 +295,14 @@ absl::Status CoreLoop::Snapshot() {
   if (seq_ == snapshot_row_seq_) return absl::OkStatus();
   ledger::Batch out;
   out.snapshot = ledger::SnapshotRecord{seq_, broker_->Now(), broker_->Snapshot().SerializeAsString()};
-  Account(broker_->Now(), /*take_rows=*/true, &out.usage, &out.loans);
+  // A core reloaded after a refused batch is older than the accountant's
+  // latest observation, which must not go back.
+  Account(std::max(broker_->Now(), observed_.now_ms), /*take_rows=*/true, &out.usage, &out.loans);
+  AddUnwrittenRows(&out);  // usage of refused batches is written at the last chance too
   auto s = store_->Commit(out);
   if (s.ok()) {
+    unwritten_usage_.clear();
+    unwritten_loans_.clear();
     last_snapshot_seq_ = snapshot_row_seq_ = seq_;
     snapshot_bytes_ = static_cast<int64_t>(out.snapshot->payload.size());
     journal_bytes_since_snapshot_ = 0;

@@ -290,6 +290,56 @@ TEST_F(CoreLoopFaultTest, ARefusedAdmissionAccruesNoUsage) {
   EXPECT_DOUBLE_EQ(used_s, 2.0 * 60) << "only j1's 2 GPUs for 60 s";
 }
 
+// The same when the reload at the refusal fails too (the server is still
+// down): the state reloaded later replaces the refused one from the instant
+// of the refusal, not from the reload.
+TEST_F(CoreLoopFaultTest, ARefusedAdmissionAccruesNoUsageWhileTheLedgerCannotBeRead) {
+  FakeClock& fake = fake_clock_;
+  clock_ = &fake;
+  Open(/*retry_ms=*/60'000);
+  ASSERT_TRUE(Run(Submit("j1", "red", 2)).ok());
+  store_->Fail(absl::UnavailableError("server closed the connection unexpectedly"));
+  store_->FailReads();
+  EXPECT_FALSE(Run(Submit("big", "red", 6)).ok());
+  fake.Advance(60'000);
+  store_->Heal();
+  ASSERT_TRUE(Run(Submit("k", "blue", 1)).ok());
+  loop_->Stop();
+  EXPECT_DOUBLE_EQ(UsedSeconds("red"), 2.0 * 60) << "only j1's 2 GPUs for 60 s";
+}
+
+// Usage rows held for the next commit are written by the final snapshot
+// when no commit came before the stop.
+TEST_F(CoreLoopFaultTest, UsageHeldForARefusedBatchIsWrittenAtStop) {
+  FakeClock& fake = fake_clock_;
+  clock_ = &fake;
+  Open(/*retry_ms=*/60'000);
+  ASSERT_TRUE(Run(Submit("j1", "red", 2)).ok());
+  fake.Advance(60'000);
+  store_->Fail(absl::ResourceExhaustedError("database or disk is full"));
+  EXPECT_FALSE(Run(Submit("k", "blue", 1)).ok());  // carries j1's minute
+  store_->Heal();
+  loop_->Stop();
+  EXPECT_DOUBLE_EQ(UsedSeconds("red"), 2.0 * 60) << "j1's 2 GPUs for 60 s";
+}
+
+// Usage the accountant had not yet handed over at a refusal is written at
+// the stop too, although the core reloaded is older than that observation.
+TEST_F(CoreLoopFaultTest, UsageNotYetTakenAtARefusalIsWrittenAtStop) {
+  FakeClock& fake = fake_clock_;
+  clock_ = &fake;
+  Open(/*retry_ms=*/60'000);
+  ASSERT_TRUE(Run(Submit("j1", "red", 2)).ok());
+  fake.Advance(60'000);
+  ASSERT_TRUE(Run(Submit("k", "blue", 1)).ok());  // writes j1's first minute
+  fake.Advance(500);  // under accounting_every_ms: the next batch takes no rows
+  store_->Fail(absl::ResourceExhaustedError("database or disk is full"));
+  EXPECT_FALSE(Run(Submit("k2", "blue", 1)).ok());
+  store_->Heal();
+  loop_->Stop();
+  EXPECT_DOUBLE_EQ(UsedSeconds("red"), 2.0 * 60.5) << "j1's 2 GPUs for 60.5 s";
+}
+
 // I/O errors other than disk full or read-only can fail after the WAL holds
 // the batch: the answer must not promise that nothing changed.
 TEST_F(CoreLoopFaultTest, AnIoErrorDoesNotPromiseThatNothingChanged) {

@@ -1,8 +1,8 @@
 // A test store that fails commits on demand (over ledger/forwarding_store.h),
 // for the commit-failure path of the real CoreLoop and the services over it.
 //
-// Threading: Fail/Heal/commits/held_rows from any thread; Commit from the
-// store's one thread.
+// Threading: Fail/FailReads/Heal/commits/held_rows from any thread; Commit
+// and reads from the store's one thread.
 #ifndef TIDEGATE_BROKER_SERVICE_FAILING_STORE_FOR_TESTS_H_
 #define TIDEGATE_BROKER_SERVICE_FAILING_STORE_FOR_TESTS_H_
 
@@ -46,7 +46,16 @@ class FailingStore : public ledger::ForwardingStore {
     failure_ = std::move(failure);
     after_writing_ = true;
   }
-  void Heal() { Fail(absl::OkStatus()); }
+  // The first read of a recovery fails too (a server still starting).
+  absl::StatusOr<std::optional<ledger::SnapshotRecord>> LatestSnapshot() override {
+    if (reads_fail_.load()) return absl::UnavailableError("could not receive data from server");
+    return target()->LatestSnapshot();
+  }
+  void FailReads() { reads_fail_ = true; }
+  void Heal() {
+    Fail(absl::OkStatus());
+    reads_fail_ = false;
+  }
   int commits() const { return commits_.load(); }
   // Usage and loan rows of the latest commit attempt.
   int held_rows() {
@@ -60,6 +69,7 @@ class FailingStore : public ledger::ForwardingStore {
   bool after_writing_ ABSL_GUARDED_BY(mu_) = false;
   int held_rows_ ABSL_GUARDED_BY(mu_) = 0;
   std::atomic<int> commits_{0};
+  std::atomic<bool> reads_fail_{false};
 };
 
 }  // namespace tidegate::service
