@@ -171,7 +171,19 @@ grpc::ServerUnaryReactor* AdmissionServiceImpl::Release(grpc::CallbackServerCont
     return reactor;
   }
   auto model = loop_->Published();
-  if (const JobRecord* r = model->FindRecord(id)) {
+  const JobRecord* r = model->FindRecord(id);
+  if (r == nullptr) {
+    // While writes are refused the ledger may hold a job the model lacks (its
+    // Admit failed after the server committed it): "not found" would let the
+    // client forget a job that may run.
+    if (absl::Status health = loop_->LedgerHealth(); !health.ok()) {
+      reactor->Finish(grpc::Status(grpc::StatusCode::UNAVAILABLE,
+                                   absl::StrCat(health.message(), "; whether job '", id,
+                                                "' is known cannot be told until then, retry later")));
+      return reactor;
+    }
+  }
+  if (r != nullptr) {
     *resp->mutable_job() = r->ToInfo(id);
     if (Retained(resp->job())) {  // released already: releasing again changes nothing.
       reactor->Finish(grpc::Status::OK);

@@ -1,0 +1,135 @@
+// Admission while a commit's outcome is unknown, through the real
+// AdmissionService and CoreLoop on an in-process gRPC server, over a store
+// whose commit can be applied and still report an error (the server
+// committed, the answer was lost): a client is never told a decision or a
+// release that the ledger does not hold.
+#include <chrono>
+#include <condition_variable>
+#include <memory>
+#include <mutex>
+#include <string>
+
+#include "broker/service/failing_store_for_tests.h"
+#include "broker/service/services.h"
+#include "google/protobuf/text_format.h"
+#include "grpcpp/grpcpp.h"
+#include "gtest/gtest.h"
+#include "ledger/memory_store.h"
+
+namespace tidegate::service {
+namespace {
+
+constexpr char kConfig[] = R"pb(
+  clusters { name: "a" capacity { key: "gpu" value: 8 } }
+  teams { name: "red" quota { key: "gpu" value { guaranteed: 4 borrow_limit: 0 } } }
+  teams { name: "blue" quota { key: "gpu" value { guaranteed: 4 } } }
+)pb";
+
+class AdmissionServiceFaultTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    v1::Config config;
+    ASSERT_TRUE(google::protobuf::TextFormat::ParseFromString(kConfig, &config));
+    auto failing = std::make_unique<FailingStore>(memory_.get());
+    store_ = failing.get();
+    CoreLoopOptions options;
+    options.retry_commit_after_ms = 10;
+    auto loop = CoreLoop::Open(config, std::move(failing), &clock_, options, /*init=*/true);
+    ASSERT_TRUE(loop.ok()) << loop.status();
+    loop_ = *std::move(loop);
+    admission_ = std::make_unique<AdmissionServiceImpl>(loop_.get());
+    loop_->SetPublishHook([this](const PublishedChange& change) { admission_->Notify(change); });
+    loop_->SetHealthHook([this](const absl::Status& s) {
+      std::lock_guard<std::mutex> lock(health_mu_);
+      healthy_ = s.ok();
+      health_cv_.notify_all();
+    });
+    loop_->Start();
+    grpc::ServerBuilder builder;
+    builder.RegisterService(admission_.get());
+    server_ = builder.BuildAndStart();
+    stub_ = v1::AdmissionService::NewStub(server_->InProcessChannel(grpc::ChannelArguments()));
+  }
+  void TearDown() override {
+    if (server_) server_->Shutdown(std::chrono::system_clock::now());
+    if (loop_) loop_->Stop();
+  }
+
+  grpc::Status Admit(const std::string& job, const std::string& team, int64_t gpus, v1::AdmitResponse* response) {
+    v1::AdmitRequest request;
+    request.mutable_job()->set_job(job);
+    request.mutable_job()->set_team(team);
+    request.mutable_job()->set_replicas(1);
+    (*request.mutable_job()->mutable_per_replica())["gpu"] = gpus;
+    grpc::ClientContext context;
+    context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
+    return stub_->Admit(&context, request, response);
+  }
+  grpc::Status Release(const std::string& job) {
+    v1::ReleaseRequest request;
+    request.set_job(job);
+    v1::ReleaseResponse response;
+    grpc::ClientContext context;
+    context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
+    return stub_->Release(&context, request, &response);
+  }
+  // The loop retries the ledger every 10 ms, without a client.
+  void HealAndWaitForWrites() {
+    store_->Heal();
+    std::unique_lock<std::mutex> lock(health_mu_);
+    ASSERT_TRUE(health_cv_.wait_for(lock, std::chrono::seconds(10), [&] { return healthy_; }));
+  }
+
+  std::unique_ptr<ledger::Store> memory_ = ledger::NewMemoryStore();
+  FailingStore* store_ = nullptr;
+  RealClock clock_;
+  std::unique_ptr<CoreLoop> loop_;
+  std::unique_ptr<AdmissionServiceImpl> admission_;
+  std::unique_ptr<grpc::Server> server_;
+  std::unique_ptr<v1::AdmissionService::Stub> stub_;
+  std::mutex health_mu_;
+  std::condition_variable health_cv_;
+  bool healthy_ = true;  // guarded by health_mu_
+};
+
+// The retry of an Admit whose commit was applied despite its error changes
+// nothing; its answer is the ledger's decision (queued: red's own 4 GPUs
+// are taken and it may not borrow), not a guess from a model without it.
+TEST_F(AdmissionServiceFaultTest, ARetriedAdmitGetsTheDecisionTheLedgerHolds) {
+  v1::AdmitResponse first;
+  ASSERT_TRUE(Admit("r1", "red", 4, &first).ok());
+  ASSERT_EQ(first.decision(), v1::DECISION_ADMITTED);
+  store_->FailAfterWriting(absl::UnavailableError("server closed the connection unexpectedly"));
+  v1::AdmitResponse lost;
+  EXPECT_EQ(Admit("r2", "red", 2, &lost).error_code(), grpc::StatusCode::UNAVAILABLE);
+  HealAndWaitForWrites();
+  v1::AdmitResponse retried;
+  const grpc::Status status = Admit("r2", "red", 2, &retried);
+  ASSERT_TRUE(status.ok()) << status.error_message();
+  EXPECT_EQ(retried.decision(), v1::DECISION_QUEUED);
+  EXPECT_EQ(retried.job().state(), v1::JOB_STATE_QUEUED);
+  auto row = memory_->Job("r2").value();
+  ASSERT_TRUE(row.has_value());
+  EXPECT_EQ(row->state, "queued");
+}
+
+// While the ledger cannot be read, a job absent from the published model
+// may still be in it (its Admit's outcome is unknown): "not found" would
+// let the client forget a job that may be running.
+TEST_F(AdmissionServiceFaultTest, AReleaseOfAJobTheLedgerMayHoldWaitsForTheLedger) {
+  store_->FailAfterWriting(absl::UnavailableError("server closed the connection unexpectedly"));
+  store_->FailReads();
+  v1::AdmitResponse lost;
+  EXPECT_EQ(Admit("b1", "blue", 2, &lost).error_code(), grpc::StatusCode::UNAVAILABLE);
+  EXPECT_EQ(Release("b1").error_code(), grpc::StatusCode::UNAVAILABLE);
+  HealAndWaitForWrites();
+  const grpc::Status released = Release("b1");
+  EXPECT_TRUE(released.ok()) << released.error_message();
+  auto row = memory_->Job("b1").value();
+  ASSERT_TRUE(row.has_value());
+  EXPECT_EQ(row->state, "ended");
+  EXPECT_EQ(Release("never-submitted").error_code(), grpc::StatusCode::NOT_FOUND);
+}
+
+}  // namespace
+}  // namespace tidegate::service
