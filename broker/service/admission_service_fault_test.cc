@@ -1,5 +1,5 @@
-// Admission while a commit's outcome is unknown, through the real
-// AdmissionService and CoreLoop on an in-process gRPC server, over a store
+// Admission and resize acks while a commit's outcome is unknown, through the
+// real services and CoreLoop on an in-process gRPC server, over a store
 // whose commit can be applied and still report an error (the server
 // committed, the answer was lost): a client is never told a decision or a
 // release that the ledger does not hold.
@@ -9,6 +9,7 @@
 #include <mutex>
 #include <string>
 
+#include "broker/service/elastic_service.h"
 #include "broker/service/failing_store_for_tests.h"
 #include "broker/service/services.h"
 #include "google/protobuf/text_format.h"
@@ -38,7 +39,11 @@ class AdmissionServiceFaultTest : public ::testing::Test {
     ASSERT_TRUE(loop.ok()) << loop.status();
     loop_ = *std::move(loop);
     admission_ = std::make_unique<AdmissionServiceImpl>(loop_.get());
-    loop_->SetPublishHook([this](const PublishedChange& change) { admission_->Notify(change); });
+    elastic_ = std::make_unique<ElasticServiceImpl>(loop_.get());
+    loop_->SetPublishHook([this](const PublishedChange& change) {
+      admission_->Notify(change);
+      elastic_->Notify(change);
+    });
     loop_->SetHealthHook([this](const absl::Status& s) {
       std::lock_guard<std::mutex> lock(health_mu_);
       healthy_ = s.ok();
@@ -47,8 +52,10 @@ class AdmissionServiceFaultTest : public ::testing::Test {
     loop_->Start();
     grpc::ServerBuilder builder;
     builder.RegisterService(admission_.get());
+    builder.RegisterService(elastic_.get());
     server_ = builder.BuildAndStart();
     stub_ = v1::AdmissionService::NewStub(server_->InProcessChannel(grpc::ChannelArguments()));
+    elastic_stub_ = v1::ElasticService::NewStub(server_->InProcessChannel(grpc::ChannelArguments()));
   }
   void TearDown() override {
     if (server_) server_->Shutdown(std::chrono::system_clock::now());
@@ -73,6 +80,15 @@ class AdmissionServiceFaultTest : public ::testing::Test {
     context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
     return stub_->Release(&context, request, &response);
   }
+  grpc::Status AckResize(const std::string& job, int64_t epoch, int64_t replicas, v1::AckResizeResponse* response) {
+    v1::AckResizeRequest request;
+    request.set_job(job);
+    request.set_epoch(epoch);
+    request.set_replicas(replicas);
+    grpc::ClientContext context;
+    context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
+    return elastic_stub_->AckResize(&context, request, response);
+  }
   // The loop retries the ledger every 10 ms, without a client.
   void HealAndWaitForWrites() {
     store_->Heal();
@@ -85,8 +101,10 @@ class AdmissionServiceFaultTest : public ::testing::Test {
   RealClock clock_;
   std::unique_ptr<CoreLoop> loop_;
   std::unique_ptr<AdmissionServiceImpl> admission_;
+  std::unique_ptr<ElasticServiceImpl> elastic_;
   std::unique_ptr<grpc::Server> server_;
   std::unique_ptr<v1::AdmissionService::Stub> stub_;
+  std::unique_ptr<v1::ElasticService::Stub> elastic_stub_;
   std::mutex health_mu_;
   std::condition_variable health_cv_;
   bool healthy_ = true;  // guarded by health_mu_
@@ -129,6 +147,39 @@ TEST_F(AdmissionServiceFaultTest, AReleaseOfAJobTheLedgerMayHoldWaitsForTheLedge
   ASSERT_TRUE(row.has_value());
   EXPECT_EQ(row->state, "ended");
   EXPECT_EQ(Release("never-submitted").error_code(), grpc::StatusCode::NOT_FOUND);
+}
+
+// A refused ack says retrying is safe; the retry of an ack that was applied
+// all the same is answered OK with the job as it is, not as stale.
+TEST_F(AdmissionServiceFaultTest, ARetriedAckOfAResizeAppliedDespiteItsErrorSucceeds) {
+  v1::AdmitRequest request;
+  request.mutable_job()->set_job("e1");
+  request.mutable_job()->set_team("blue");
+  request.mutable_job()->mutable_elastic()->set_min(1);
+  request.mutable_job()->mutable_elastic()->set_max(4);
+  (*request.mutable_job()->mutable_per_replica())["gpu"] = 1;
+  v1::AdmitResponse admitted;
+  {
+    grpc::ClientContext context;
+    ASSERT_TRUE(stub_->Admit(&context, request, &admitted).ok());
+  }
+  ASSERT_TRUE(admitted.job().has_resize()) << "an idle cluster grows a new elastic job at once";
+  const v1::ResizeRequest grow = admitted.job().resize();
+  store_->FailAfterWriting(absl::UnavailableError("server closed the connection unexpectedly"));
+  v1::AckResizeResponse lost;
+  const grpc::Status refused = AckResize("e1", grow.epoch(), grow.target_replicas(), &lost);
+  EXPECT_EQ(refused.error_code(), grpc::StatusCode::UNAVAILABLE);
+  EXPECT_NE(refused.error_message().find("retrying is safe"), std::string::npos) << refused.error_message();
+  HealAndWaitForWrites();
+  v1::AckResizeResponse retried;
+  const grpc::Status status = AckResize("e1", grow.epoch(), grow.target_replicas(), &retried);
+  ASSERT_TRUE(status.ok()) << status.error_message();
+  EXPECT_EQ(retried.job().replicas(), grow.target_replicas());
+  EXPECT_FALSE(retried.job().has_resize());
+  // Another size under the same epoch is still refused as stale.
+  v1::AckResizeResponse other;
+  EXPECT_EQ(AckResize("e1", grow.epoch(), grow.target_replicas() - 1, &other).error_code(),
+            grpc::StatusCode::FAILED_PRECONDITION);
 }
 
 }  // namespace

@@ -75,6 +75,13 @@ grpc::ServerUnaryReactor* ElasticServiceImpl::AckResize(grpc::CallbackServerCont
     reactor->Finish(grpc::Status(grpc::StatusCode::FAILED_PRECONDITION, absl::StrCat("job '", id, "' is not elastic")));
     return reactor;
   }
+  // The retry of an ack that was applied (its answer lost, or refused with
+  // "may have been applied"): the job already runs at that size.
+  if (!j->has_resize() && req->epoch() > 0 && req->epoch() == j->resize_epoch() && req->replicas() == j->replicas()) {
+    *resp->mutable_job() = *j;
+    reactor->Finish(grpc::Status::OK);
+    return reactor;
+  }
   if (!j->has_resize() || j->resize().epoch() != req->epoch()) {
     reactor->Finish(grpc::Status(
         grpc::StatusCode::FAILED_PRECONDITION,
