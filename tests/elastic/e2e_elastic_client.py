@@ -8,7 +8,7 @@ trainer runs an elastic 1:4 job of 2-GPU replicas for alpha:
   2. beta asks for 2x2 GPUs, within its guarantee: the broker reclaims, the
      trainer writes a checkpoint file, acks the shrink to 2, beta's job is
      admitted and the trainer keeps training at 2;
-  3. a stale `tidegate ack` exits 4;
+  3. a stale `tidegate ack` exits 4, a repeated one 0;
   4. beta's job is released: the trainer grows back to 4;
   5. the broker restarts on the same address: the trainer reconnects, and a
      second reclaim is checkpointed and acked over the new stream;
@@ -247,12 +247,18 @@ def run(env):
     if steps[0] < ckpt["step"]:
         raise Failure("training went backwards after the shrink: %s < %d" % (steps, ckpt["step"]))
 
-    # 3. A stale ack: FAILED_PRECONDITION, exit 4.
-    for epoch in (grow_epoch, shrink_epoch):
-        code, out, err = env.cli("ack", "train-a", str(epoch), "2")
+    # 3. A stale ack (an older epoch, or the latest at another size than it
+    # was acked at): FAILED_PRECONDITION, exit 4. The same ack again is a
+    # retry after a lost answer: exit 0, nothing changes.
+    for epoch, size in ((grow_epoch, 2), (shrink_epoch, 3)):
+        code, out, err = env.cli("ack", "train-a", str(epoch), str(size))
         if code != 4:
-            raise Failure("stale `tidegate ack train-a %d 2` exited %d (want 4): %s%s" % (epoch, code, out, err))
+            raise Failure("stale `tidegate ack train-a %d %d` exited %d (want 4): %s%s" % (epoch, size, code, out, err))
     print("ok: stale acks exit 4", flush=True)
+    code, out, err = env.cli("ack", "train-a", str(shrink_epoch), "2")
+    if code != 0 or not env.settled("train-a", 2):
+        raise Failure("repeated `tidegate ack train-a %d 2` exited %d (want 0): %s%s" % (shrink_epoch, code, out, err))
+    print("ok: a repeated ack exits 0", flush=True)
 
     # 4. Beta's job ends: train-a grows back.
     code, out, err = env.cli("release", "b-1")
