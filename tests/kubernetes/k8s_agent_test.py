@@ -137,7 +137,7 @@ def run(api, broker, agent, d):
     check(wait_for(lambda: api.unsuspended("a") and len(api.pods("a", running_only=True)) == 2) and
           broker.state("k8s:default/a") == "admitted",
           "a suspended Job within quota is unsuspended and its 2 pods run")
-    check(api.reason("a") == "tidegate: admitted" and "tidegate: admitted" in api.events("a"),
+    check(api.reason("a") == "tidegate: admitted" and wait_for(lambda: "tidegate: admitted" in api.events("a")),
           f"its annotation and an Event say it was admitted ('{api.reason('a')}')")
 
     # ------------------------------------------------------------ 2. over quota stays suspended
@@ -148,7 +148,9 @@ def run(api, broker, agent, d):
     check(wait_for(lambda: api.reason("big").startswith("tidegate: queued:")) and api.suspended("big") and
           broker.state("k8s:default/big") == "queued" and not api.pods("big"),
           f"a Job over quota stays suspended: '{api.reason('big')}'")
-    check(any(m.startswith("tidegate: queued:") for m in api.events("big")), "an Event carries the reason")
+    # The agent patches the annotation, then posts the Event: the Event may come a moment later.
+    check(wait_for(lambda: any(m.startswith("tidegate: queued:") for m in api.events("big"))),
+          "an Event carries the reason")
     if shutil.which("kubectl"):
         env = dict(os.environ, KUBECONFIG=f"{d}/kubeconfig", HOME=d)
         desc = subprocess.run(["kubectl", "describe", "job", "big"], env=env, capture_output=True, text=True).stdout

@@ -66,7 +66,8 @@ void Clients::Run(int id) {
   // Acknowledged (admitted or queued) and not yet released: releasing queued
   // jobs too keeps the queue, and so each round's replay, small.
   std::vector<std::string> admitted;
-  std::string pending;                // an Admit whose outcome is unknown: retried with the same id
+  std::string pending;                // an Admit whose outcome is unknown: retried as it was
+  int64_t pending_gpus = 0;
   int next = 0;
   while (!stop_) {
     const int at = leader_.load();
@@ -86,12 +87,15 @@ void Clients::Run(int id) {
         admitted.erase(admitted.begin());
       }
     } else {
-      if (pending.empty()) pending = "c" + std::to_string(id) + "-" + std::to_string(next++);
+      if (pending.empty()) {
+        pending = "c" + std::to_string(id) + "-" + std::to_string(next++);
+        pending_gpus = 1 + static_cast<int64_t>(rng() % 3);
+      }
       v1::AdmitRequest request;
       request.mutable_job()->set_job(pending);
       request.mutable_job()->set_team(id % 2 == 0 ? "red" : "blue");
       request.mutable_job()->set_replicas(1);
-      (*request.mutable_job()->mutable_per_replica())["gpu"] = 1 + static_cast<int64_t>(rng() % 3);
+      (*request.mutable_job()->mutable_per_replica())["gpu"] = pending_gpus;
       v1::AdmitResponse response;
       status = admission->Admit(&context, request, &response);
       if (status.ok()) {
