@@ -351,9 +351,9 @@ void Decider::Admit(int j) {
 }
 
 void Decider::AnnounceQueued() {
-  for (int j : submitted_) {
+  for (const auto& [j, gen] : submitted_) {
     Job& job = s_.job(j);
-    if (job.phase != Phase::kQueued || job.announced) continue;
+    if (job.gen != gen || job.phase != Phase::kQueued || job.announced) continue;
     if (job.reason.empty()) {
       const NodeState& team = s_.node_state(job.team);
       const int head = team.pending.empty() ? -1 : team.pending.begin()->job;

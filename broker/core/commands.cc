@@ -114,7 +114,7 @@ void Decider::Submit(const v1::JobSpec& spec) {
   }
   const int j = s_.NewJob(*std::move(parsed));
   s_.Enqueue(j);
-  submitted_.push_back(j);
+  submitted_.push_back({j, s_.job(j).gen});
 }
 
 void Decider::Adopt(const internal::v1::AdoptJobs& batch) {

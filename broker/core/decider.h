@@ -185,7 +185,14 @@ class Decider {
   void RefreshQueuedReasons();
 
   State& s_;
-  std::vector<int> submitted_;
+  // Jobs submitted by this command, by slot and the slot's generation: one
+  // may leave within the command (admitted, then evicted without requeue),
+  // and its slot must not be read as a queued job.
+  struct Submitted {
+    int slot;
+    uint64_t gen;
+  };
+  std::vector<Submitted> submitted_;
   bool freed_ = false;  // a job left mid-pass: its capacity may fit jobs already passed.
   std::vector<int> deferred_;  // waiting jobs whose victims are all resolved (CompleteResize).
 };

@@ -139,5 +139,32 @@ TEST(CoreRegressions, ARestoredCoreKeepsParkedJobsParked) {
   EXPECT_EQ(a, b);
 }
 
+// Found by the snapshot property (seed 7001039, shrunk to these commands).
+// j62 is admitted by its own submit and preempted in the same instant
+// (fair sharing: j61 reclaims from it); without requeue it ends and its slot
+// is freed. The submit's last step, announcing its still-queued jobs, then
+// read the freed slot as a queued job of team -1: a crash of the broker on
+// an ordinary Admit.
+TEST(CoreRegressions, AJobEndedWithinItsOwnSubmitIsNotAnnouncedAsQueued) {
+  Driver d(R"(clusters { name: "k0" capacity { key: "cpu" value: 3 } capacity { key: "gpu" value: 15 } } clusters { name: "k1" capacity { key: "cpu" value: 14 } capacity { key: "gpu" value: 21 } } teams { name: "t4" parent: "t2" quota { key: "gpu" value { guaranteed: 0 } } preemption { within_team: WITHIN_TEAM_LOWER_PRIORITY reclaim: RECLAIM_ANY borrow_within_cohort { } } } teams { name: "t1" parent: "t0" preemption { within_team: WITHIN_TEAM_LOWER_PRIORITY reclaim: RECLAIM_NEVER borrow_within_cohort { } } } teams { name: "t3" parent: "t2" weight: 0 quota { key: "cpu" value { guaranteed: 8 borrow_limit: 2 } } quota { key: "gpu" value { guaranteed: 4 } } preemption { within_team: WITHIN_TEAM_LOWER_PRIORITY borrow_within_cohort { policy: BORROW_WITHIN_COHORT_POLICY_NEVER max_priority: 0 } } } teams { name: "t6" parent: "t5" quota { key: "cpu" value { guaranteed: 2 } } quota { key: "gpu" value { guaranteed: 3 lend_limit: 3 } } preemption { borrow_within_cohort { } } } teams { name: "t5" parent: "t0" quota { key: "cpu" value { guaranteed: 3 lend_limit: 2 } } quota { key: "gpu" value { guaranteed: 6 } } preemption { within_team: WITHIN_TEAM_LOWER_PRIORITY borrow_within_cohort { policy: BORROW_WITHIN_COHORT_POLICY_LOWER_PRIORITY } } } teams { name: "t2" parent: "t0" weight: 1 quota { key: "gpu" value { guaranteed: 4 } } preemption { reclaim: RECLAIM_ANY borrow_within_cohort { policy: BORROW_WITHIN_COHORT_POLICY_LOWER_PRIORITY } } } teams { name: "t0" quota { key: "cpu" value { guaranteed: 14 } } preemption { within_team: WITHIN_TEAM_LOWER_PRIORITY reclaim: RECLAIM_ANY borrow_within_cohort { policy: BORROW_WITHIN_COHORT_POLICY_NEVER } } } policy { fair_sharing: true victim_order: VICTIM_ORDER_LEAST_LOST_WORK default_grace_s: 0 fair_sharing_strategies: FAIR_SHARING_STRATEGY_LESS_THAN_OR_EQUAL_TO_FINAL_SHARE fair_sharing_strategies: FAIR_SHARING_STRATEGY_LESS_THAN_INITIAL_SHARE requeue_backoff_s: 0 })");
+  d.Do(R"(set_quota { team: "t5" quota { key: "gpu" value { guaranteed: 5 } } })", 272);
+  d.Do(R"(submit { job: "j9" team: "t4" cluster: "k0" replicas: 1 per_replica { key: "gpu" value: 4 } priority: 1 grace_s: 0 })", 833);
+  d.Do(R"(submit { job: "j16" team: "t4" cluster: "k1" per_replica { key: "cpu" value: 3 } per_replica { key: "gpu" value: 4 } priority: 3 elastic { min: 1 max: 4 } })", 972);
+  d.Do(R"(submit { job: "j47" team: "t6" cluster: "k1" replicas: 2 per_replica { key: "cpu" value: 0 } per_replica { key: "gpu" value: 1 } priority: 1 })", 1014);
+  d.Do(R"(submit { job: "j55" team: "t6" cluster: "k1" replicas: 3 per_replica { key: "gpu" value: 2 } priority: 2 grace_s: 30 })", 1179);
+  d.Do(R"(submit { job: "j57" team: "t1" cluster: "k1" per_replica { key: "gpu" value: 4 } priority: 1 grace_s: 1 })", 1209);
+  d.Do(R"(submit { job: "j61" team: "t4" cluster: "k1" replicas: 3 per_replica { key: "gpu" value: 2 } priority: 1 grace_s: 1 checkpoint_interval_s: 91 })", 1262);
+  const std::vector<std::string> events = d.Do(R"(submit { job: "j62" team: "t6" cluster: "k1" per_replica { key: "gpu" value: 2 } priority: 1 elastic { min: 2 max: 3 } grace_s: 0 requeue: false })", 1270);
+  const std::string all = absl::StrJoin(events, "\n  ");
+  EXPECT_NE(all.find("admit|" + std::to_string(kStart + 1270 * kSec) + "|j62|"), std::string::npos) << all;
+  EXPECT_NE(all.find("end|" + std::to_string(kStart + 1270 * kSec) + "|j62|"), std::string::npos) << all;
+  for (const std::string& e : events) {
+    EXPECT_EQ(e.find("queue|" + std::to_string(kStart + 1270 * kSec) + "||"), std::string::npos) << "a freed slot announced: " << all;
+  }
+  ASSERT_TRUE(d.broker->GetJob("j62").has_value());
+  EXPECT_EQ(d.broker->GetJob("j62")->state, v1::JOB_STATE_ENDED);
+}
+
+
 }  // namespace
 }  // namespace tidegate::core::property
