@@ -79,6 +79,10 @@ void Decider::Cycle() {
   GrowPass();
 }
 
+Time Decider::MayPreemptAgainAt(Time requeued_at) const {
+  return requeued_at + std::max<Time>(1, s_.config().policy.requeue_backoff_s * kMillisPerSecond);
+}
+
 bool Decider::TeamStuck(int team) const {
   const NodeState& n = s_.node_state(team);
   const NodeConfig& nc = s_.node(team);
@@ -306,8 +310,8 @@ Decider::Outcome Decider::TryAdmit(int j) {
     return Outcome::kQueued;
   }
   const PolicyOptions& opt = s_.config().policy;
-  if (job.requeued_at >= 0 && s_.now() < job.requeued_at + opt.requeue_backoff_s * kMillisPerSecond) {
-    const Time until = job.requeued_at + opt.requeue_backoff_s * kMillisPerSecond;
+  if (job.requeued_at >= 0 && s_.now() < MayPreemptAgainAt(job.requeued_at)) {
+    const Time until = MayPreemptAgainAt(job.requeued_at);
     SetReason(job, absl::StrCat(BindingReason(job, contested), "; requeue backoff: requeued after preemption",
                                 job.preempted_by.empty() ? "" : " by " + job.preempted_by, " at ",
                                 ReasonTime(job.requeued_at), ", may preempt again from ", ReasonTime(until)));

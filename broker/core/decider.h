@@ -100,6 +100,11 @@ class Decider {
   bool ExceedsMax(const Job& job) const;
   // May the job look for victims at all (docs/policy.md §2 step 3, gate (a)-(c))?
   bool PassesGate(const Job& job, ResourceMask contested) const;
+  // When a victim requeued at `requeued_at` may choose victims again:
+  // requeue_backoff_s later, and never in the instant it was evicted, so two
+  // jobs cannot evict each other back and forth within one instant even with
+  // a backoff of 0 (docs/policy.md §4 "No flapping").
+  Time MayPreemptAgainAt(Time requeued_at) const;
 
   // ---- time (timers.cc)
   bool TimerLive(const Timer& timer) const;

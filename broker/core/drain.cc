@@ -121,14 +121,13 @@ void Decider::Leave(int v, bool ended) {
     victim.preempted_by = waiting >= 0 ? s_.job(waiting).id : "";
     SetReason(victim, absl::StrCat("requeued after preemption", waiting >= 0 ? " by " + s_.job(waiting).id : "",
                                    " at ", ReasonTime(s_.now()), "; may preempt again from ",
-                                   ReasonTime(s_.now() + s_.config().policy.requeue_backoff_s * kMillisPerSecond)));
+                                   ReasonTime(MayPreemptAgainAt(s_.now()))));
     s_.Enqueue(v);
     e.type = EventType::kQueue;
     e.requeued = true;
     e.reason = "requeued";
     Emit(std::move(e));
-    const Time backoff = s_.config().policy.requeue_backoff_s * kMillisPerSecond;
-    if (backoff > 0) s_.AddTimer(s_.now() + backoff, v);
+    s_.AddTimer(MayPreemptAgainAt(s_.now()), v);
   }
   freed_ = true;
   if (waiting >= 0 && s_.job(waiting).victims_left == 0) ResolveWaiting(waiting);
