@@ -292,9 +292,14 @@ absl::Status CoreLoop::Snapshot() {
   AbandonSnapshot("");  // this one, written at once, supersedes one in progress
   // A core holding a refused batch must never reach the ledger.
   if (core_dirty_ && !ReloadCore()) return absl::UnavailableError("the core could not be reloaded");
-  if (seq_ == snapshot_row_seq_) return absl::OkStatus();
+  // The ledger may hold a snapshot of this very state (a periodic one that
+  // finished while idle); usage rows of refused batches still need writing.
+  const bool state_written = seq_ == snapshot_row_seq_;
+  if (state_written && unwritten_usage_.empty() && unwritten_loans_.empty()) return absl::OkStatus();
   ledger::Batch out;
-  out.snapshot = ledger::SnapshotRecord{seq_, broker_->Now(), broker_->Snapshot().SerializeAsString()};
+  if (!state_written) {
+    out.snapshot = ledger::SnapshotRecord{seq_, broker_->Now(), broker_->Snapshot().SerializeAsString()};
+  }
   // A core reloaded after a refused batch is older than the accountant's
   // latest observation, which must not go back.
   Account(std::max(broker_->Now(), observed_.now_ms), /*take_rows=*/true, &out.usage, &out.loans);
@@ -303,9 +308,11 @@ absl::Status CoreLoop::Snapshot() {
   if (s.ok()) {
     unwritten_usage_.clear();
     unwritten_loans_.clear();
-    last_snapshot_seq_ = snapshot_row_seq_ = seq_;
-    snapshot_bytes_ = static_cast<int64_t>(out.snapshot->payload.size());
-    journal_bytes_since_snapshot_ = 0;
+    if (!state_written) {
+      last_snapshot_seq_ = snapshot_row_seq_ = seq_;
+      snapshot_bytes_ = static_cast<int64_t>(out.snapshot->payload.size());
+      journal_bytes_since_snapshot_ = 0;
+    }
   }
   return s;
 }

@@ -6,6 +6,7 @@
 #include <condition_variable>
 #include <future>
 #include <mutex>
+#include <thread>
 
 #include "api/yaml_loader.h"
 #include "broker/service/core_loop.h"
@@ -78,11 +79,10 @@ class CoreLoopFaultTest : public ::testing::Test {
     Open(/*retry_ms=*/10);
   }
 
-  void Open(int64_t retry_ms) {
+  void Open(int64_t retry_ms, CoreLoopOptions options = {}) {
     loop_.reset();
     auto failing = std::make_unique<FailingStore>(memory_.get());
     store_ = failing.get();
-    CoreLoopOptions options;
     options.retry_commit_after_ms = retry_ms;
     auto loop = CoreLoop::Open(config_, std::move(failing), clock_, options, /*init=*/true);
     ASSERT_TRUE(loop.ok()) << loop.status();
@@ -315,6 +315,31 @@ TEST_F(CoreLoopFaultTest, UsageHeldForARefusedBatchIsWrittenAtStop) {
   clock_ = &fake;
   Open(/*retry_ms=*/60'000);
   ASSERT_TRUE(Run(Submit("j1", "red", 2)).ok());
+  fake.Advance(60'000);
+  store_->Fail(absl::ResourceExhaustedError("database or disk is full"));
+  EXPECT_FALSE(Run(Submit("k", "blue", 1)).ok());  // carries j1's minute
+  store_->Heal();
+  loop_->Stop();
+  EXPECT_DOUBLE_EQ(UsedSeconds("red"), 2.0 * 60) << "j1's 2 GPUs for 60 s";
+}
+
+// The same when a periodic snapshot of the current seq exists already (it
+// finished while the broker was idle): the stop has no snapshot to write,
+// but still the held rows.
+TEST_F(CoreLoopFaultTest, UsageHeldForARefusedBatchIsWrittenAtStopAfterAnIdleSnapshot) {
+  FakeClock& fake = fake_clock_;
+  clock_ = &fake;
+  CoreLoopOptions snapshot_after_every_entry;
+  snapshot_after_every_entry.snapshot_every = 1;
+  snapshot_after_every_entry.snapshot_journal_ratio = 0;
+  Open(/*retry_ms=*/60'000, snapshot_after_every_entry);
+  ASSERT_TRUE(Run(Submit("j1", "red", 2)).ok());
+  const int64_t seq = LedgerSeq();
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (memory_->LatestSnapshot().value()->seq < seq && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  ASSERT_EQ(memory_->LatestSnapshot().value()->seq, seq) << "the periodic snapshot did not finish";
   fake.Advance(60'000);
   store_->Fail(absl::ResourceExhaustedError("database or disk is full"));
   EXPECT_FALSE(Run(Submit("k", "blue", 1)).ok());  // carries j1's minute
