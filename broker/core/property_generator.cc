@@ -214,7 +214,15 @@ std::string RunSeed(uint64_t seed, const Options& opt, bool check, v1::Config* c
       cmd.set_checkpoint(jobs.empty() ? "ghost" : Pick(rng, jobs).id);
     } else if (roll < 81) {
       // A quota change at the current instant (so no due work runs under
-      // the old config first).
+      // the old config first). Work can still be due now: a shrink with no
+      // grace is due at the instant it was asked, and runs before the next
+      // command (docs/policy.md §7), so a tick runs it first.
+      if (deadline && *deadline <= now) {
+        internal::v1::Command tick;
+        tick.mutable_tick();
+        steps->push_back({tick, now});
+        if (std::string err = checker.Step(tick, now); !err.empty()) return err;
+      }
       std::vector<std::string> names;
       for (const auto& [n, node] : checker.model().nodes) names.push_back(n);
       auto* set = cmd.mutable_set_quota();
