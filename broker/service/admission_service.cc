@@ -171,24 +171,20 @@ grpc::ServerUnaryReactor* AdmissionServiceImpl::Release(grpc::CallbackServerCont
     return reactor;
   }
   auto model = loop_->Published();
-  const JobRecord* r = model->FindRecord(id);
-  if (r == nullptr) {
-    // While writes are refused the ledger may hold a job the model lacks (its
-    // Admit failed after the server committed it): "not found" would let the
-    // client forget a job that may run.
-    if (absl::Status health = loop_->LedgerHealth(); !health.ok()) {
-      reactor->Finish(grpc::Status(grpc::StatusCode::UNAVAILABLE,
-                                   absl::StrCat(health.message(), "; whether job '", id,
-                                                "' is known cannot be told until then, retry later")));
-      return reactor;
-    }
-  }
-  if (r != nullptr) {
+  if (const JobRecord* r = model->FindRecord(id)) {
     *resp->mutable_job() = r->ToInfo(id);
     if (Retained(resp->job())) {  // released already: releasing again changes nothing.
       reactor->Finish(grpc::Status::OK);
       return reactor;
     }
+  } else if (absl::Status health = loop_->LedgerHealth(); !health.ok()) {
+    // While writes are refused the ledger may hold a job the model lacks (its
+    // Admit failed after the server committed it): "not found" would let the
+    // client forget a job that may run.
+    reactor->Finish(grpc::Status(grpc::StatusCode::UNAVAILABLE,
+                                 absl::StrCat(health.message(), "; whether job '", id,
+                                              "' is known cannot be told until then, retry later")));
+    return reactor;
   } else if (auto rejected = rejections_.Find(id, model->now_ms())) {
     *resp->mutable_job() = *rejected;  // it never started: nothing to release.
     reactor->Finish(grpc::Status::OK);

@@ -4,18 +4,14 @@
 // committed, the answer was lost): a client is never told a decision or a
 // release that the ledger does not hold.
 #include <chrono>
-#include <condition_variable>
 #include <memory>
-#include <mutex>
 #include <string>
 
 #include "broker/service/elastic_service.h"
-#include "broker/service/failing_store_for_tests.h"
+#include "broker/service/failing_loop_for_tests.h"
 #include "broker/service/services.h"
-#include "google/protobuf/text_format.h"
 #include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"
-#include "ledger/memory_store.h"
 
 namespace tidegate::service {
 namespace {
@@ -26,30 +22,16 @@ constexpr char kConfig[] = R"pb(
   teams { name: "blue" quota { key: "gpu" value { guaranteed: 4 } } }
 )pb";
 
-class AdmissionServiceFaultTest : public ::testing::Test {
+class AdmissionServiceFaultTest : public FailingLoopTest {
  protected:
   void SetUp() override {
-    v1::Config config;
-    ASSERT_TRUE(google::protobuf::TextFormat::ParseFromString(kConfig, &config));
-    auto failing = std::make_unique<FailingStore>(memory_.get());
-    store_ = failing.get();
-    CoreLoopOptions options;
-    options.retry_commit_after_ms = 10;
-    auto loop = CoreLoop::Open(config, std::move(failing), &clock_, options, /*init=*/true);
-    ASSERT_TRUE(loop.ok()) << loop.status();
-    loop_ = *std::move(loop);
+    ASSERT_NO_FATAL_FAILURE(OpenLoop(kConfig));
     admission_ = std::make_unique<AdmissionServiceImpl>(loop_.get());
     elastic_ = std::make_unique<ElasticServiceImpl>(loop_.get());
-    loop_->SetPublishHook([this](const PublishedChange& change) {
+    StartLoop([this](const PublishedChange& change) {
       admission_->Notify(change);
       elastic_->Notify(change);
     });
-    loop_->SetHealthHook([this](const absl::Status& s) {
-      std::lock_guard<std::mutex> lock(health_mu_);
-      healthy_ = s.ok();
-      health_cv_.notify_all();
-    });
-    loop_->Start();
     grpc::ServerBuilder builder;
     builder.RegisterService(admission_.get());
     builder.RegisterService(elastic_.get());
@@ -59,7 +41,7 @@ class AdmissionServiceFaultTest : public ::testing::Test {
   }
   void TearDown() override {
     if (server_) server_->Shutdown(std::chrono::system_clock::now());
-    if (loop_) loop_->Stop();
+    FailingLoopTest::TearDown();
   }
 
   grpc::Status Admit(const std::string& job, const std::string& team, int64_t gpus, v1::AdmitResponse* response) {
@@ -89,25 +71,11 @@ class AdmissionServiceFaultTest : public ::testing::Test {
     context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
     return elastic_stub_->AckResize(&context, request, response);
   }
-  // The loop retries the ledger every 10 ms, without a client.
-  void HealAndWaitForWrites() {
-    store_->Heal();
-    std::unique_lock<std::mutex> lock(health_mu_);
-    ASSERT_TRUE(health_cv_.wait_for(lock, std::chrono::seconds(10), [&] { return healthy_; }));
-  }
-
-  std::unique_ptr<ledger::Store> memory_ = ledger::NewMemoryStore();
-  FailingStore* store_ = nullptr;
-  RealClock clock_;
-  std::unique_ptr<CoreLoop> loop_;
   std::unique_ptr<AdmissionServiceImpl> admission_;
   std::unique_ptr<ElasticServiceImpl> elastic_;
   std::unique_ptr<grpc::Server> server_;
   std::unique_ptr<v1::AdmissionService::Stub> stub_;
   std::unique_ptr<v1::ElasticService::Stub> elastic_stub_;
-  std::mutex health_mu_;
-  std::condition_variable health_cv_;
-  bool healthy_ = true;  // guarded by health_mu_
 };
 
 // The retry of an Admit whose commit was applied despite its error changes

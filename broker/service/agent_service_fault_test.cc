@@ -4,20 +4,16 @@
 // stream (the agent reconnects and replays its view), and `synced` is sent
 // only for a view whose every command was recorded.
 #include <chrono>
-#include <condition_variable>
 #include <future>
-#include <mutex>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "broker/service/agent_service.h"
-#include "broker/service/failing_store_for_tests.h"
+#include "broker/service/failing_loop_for_tests.h"
 #include "gmock/gmock.h"
-#include "google/protobuf/text_format.h"
 #include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"
-#include "ledger/memory_store.h"
 
 namespace tidegate::service {
 namespace {
@@ -31,26 +27,12 @@ constexpr char kConfig[] = R"pb(
 
 using Stream = grpc::ClientReaderWriter<v1::AgentMessage, v1::BrokerAction>;
 
-class AgentServiceFaultTest : public ::testing::Test {
+class AgentServiceFaultTest : public FailingLoopTest {
  protected:
   void SetUp() override {
-    v1::Config config;
-    ASSERT_TRUE(google::protobuf::TextFormat::ParseFromString(kConfig, &config));
-    auto failing = std::make_unique<FailingStore>(memory_.get());
-    store_ = failing.get();
-    CoreLoopOptions options;
-    options.retry_commit_after_ms = 10;
-    auto loop = CoreLoop::Open(config, std::move(failing), &clock_, options, /*init=*/true);
-    ASSERT_TRUE(loop.ok()) << loop.status();
-    loop_ = *std::move(loop);
+    ASSERT_NO_FATAL_FAILURE(OpenLoop(kConfig));
     agents_ = std::make_unique<AgentServiceImpl>(loop_.get());
-    loop_->SetPublishHook([this](const PublishedChange&) { agents_->Notify(); });
-    loop_->SetHealthHook([this](const absl::Status& s) {
-      std::lock_guard<std::mutex> lock(health_mu_);
-      healthy_ = s.ok();
-      health_cv_.notify_all();
-    });
-    loop_->Start();
+    StartLoop([this](const PublishedChange&) { agents_->Notify(); });
     grpc::ServerBuilder builder;
     builder.RegisterService(agents_.get());
     server_ = builder.BuildAndStart();
@@ -58,7 +40,7 @@ class AgentServiceFaultTest : public ::testing::Test {
   }
   void TearDown() override {
     if (server_) server_->Shutdown(std::chrono::system_clock::now());
-    if (loop_) loop_->Stop();
+    FailingLoopTest::TearDown();
   }
 
   // Opens a stream with a deadline (a stream the broker forgets to end fails
@@ -90,23 +72,9 @@ class AgentServiceFaultTest : public ::testing::Test {
     loop_->Submit(std::move(command), [&](absl::StatusOr<Applied> a) { answer.set_value(std::move(a)); });
     return answer.get_future().get();
   }
-  // The loop retries the ledger every 10 ms, without a client.
-  void HealAndWaitForWrites() {
-    store_->Heal();
-    std::unique_lock<std::mutex> lock(health_mu_);
-    ASSERT_TRUE(health_cv_.wait_for(lock, std::chrono::seconds(10), [&] { return healthy_; }));
-  }
-
-  std::unique_ptr<ledger::Store> memory_ = ledger::NewMemoryStore();
-  FailingStore* store_ = nullptr;
-  RealClock clock_;
-  std::unique_ptr<CoreLoop> loop_;
   std::unique_ptr<AgentServiceImpl> agents_;
   std::unique_ptr<grpc::Server> server_;
   std::unique_ptr<v1::AgentService::Stub> stub_;
-  std::mutex health_mu_;
-  std::condition_variable health_cv_;
-  bool healthy_ = true;  // guarded by health_mu_
 };
 
 v1::AgentMessage ViewRunning(const std::vector<std::string>& jobs) {

@@ -212,7 +212,7 @@ void CoreLoop::CommitFailed(const absl::Status& failure, std::vector<Pending> ba
   SetLedgerHealth(absl::UnavailableError(absl::StrCat("the ledger cannot be written: ", failure.message())));
   retry_commit_at_ = clock_->NowMs() + options_.retry_commit_after_ms;
   core_dirty_ = true;
-  refused_ = Refused{now, refused.journal.empty() ? seq_ : refused.journal.back().seq, touched};
+  refused_ = Refused{now, seq_, touched};  // seq_ is the batch's last entry
   ReloadCore();  // or a retry does, before any other commit
   // Disk full and read-only fail before anything is written; another I/O
   // error may fail after the WAL holds the batch, so it may be in force.

@@ -91,6 +91,14 @@ class CoreLoopFaultTest : public ::testing::Test {
     loop_->Start();
   }
 
+  // Reopens the loop on the fake clock (the test moves time itself) and
+  // returns that clock.
+  FakeClock& OpenOnFakeClock(int64_t retry_ms, CoreLoopOptions options = {}) {
+    clock_ = &fake_clock_;
+    Open(retry_ms, std::move(options));
+    return fake_clock_;
+  }
+
   absl::StatusOr<Applied> Run(internal::v1::Command command) {
     std::promise<absl::StatusOr<Applied>> answer;
     loop_->Submit(std::move(command), [&](absl::StatusOr<Applied> a) { answer.set_value(std::move(a)); });
@@ -169,9 +177,7 @@ TEST_F(CoreLoopFaultTest, TheCoreForgetsARefusedCommand) {
 }
 
 TEST_F(CoreLoopFaultTest, UntilTheRetryWritesAreRefusedWithoutTouchingTheLedger) {
-  FakeClock& fake = fake_clock_;
-  clock_ = &fake;
-  Open(/*retry_ms=*/60'000);
+  FakeClock& fake = OpenOnFakeClock(/*retry_ms=*/60'000);
   store_->Fail(absl::ResourceExhaustedError("database or disk is full"));
   EXPECT_FALSE(Run(Submit("j1", "red", 2)).ok());
   const int commits = store_->commits();
@@ -250,9 +256,7 @@ TEST_F(CoreLoopFaultTest, WhileWritesAreRefusedTheLoopSleepsUntilTheRetry) {
 // Each retry's commit carries the usage and loans held back from the failed
 // ones; rows of the same key are merged, so what is held stays bounded.
 TEST_F(CoreLoopFaultTest, HeldBackUsageRowsStayBoundedOverManyFailedRetries) {
-  FakeClock& fake = fake_clock_;
-  clock_ = &fake;
-  Open(/*retry_ms=*/1'000);
+  FakeClock& fake = OpenOnFakeClock(/*retry_ms=*/1'000);
   ASSERT_TRUE(Run(Submit("j1", "red", 6)).ok());  // borrows 2 of blue's GPUs: loan rows too
   store_->Fail(absl::ResourceExhaustedError("database or disk is full"));
   std::vector<int> held;
@@ -276,9 +280,7 @@ TEST_F(CoreLoopFaultTest, HeldBackUsageRowsStayBoundedOverManyFailedRetries) {
 // The accountant observed the refused batch's usage; after the rollback it
 // must observe the acknowledged state again, or refused admissions accrue.
 TEST_F(CoreLoopFaultTest, ARefusedAdmissionAccruesNoUsage) {
-  FakeClock& fake = fake_clock_;
-  clock_ = &fake;
-  Open(/*retry_ms=*/60'000);
+  FakeClock& fake = OpenOnFakeClock(/*retry_ms=*/60'000);
   ASSERT_TRUE(Run(Submit("j1", "red", 2)).ok());
   store_->Fail(absl::ResourceExhaustedError("database or disk is full"));
   EXPECT_FALSE(Run(Submit("big", "red", 6)).ok());
@@ -294,9 +296,7 @@ TEST_F(CoreLoopFaultTest, ARefusedAdmissionAccruesNoUsage) {
 // down): the state reloaded later replaces the refused one from the instant
 // of the refusal, not from the reload.
 TEST_F(CoreLoopFaultTest, ARefusedAdmissionAccruesNoUsageWhileTheLedgerCannotBeRead) {
-  FakeClock& fake = fake_clock_;
-  clock_ = &fake;
-  Open(/*retry_ms=*/60'000);
+  FakeClock& fake = OpenOnFakeClock(/*retry_ms=*/60'000);
   ASSERT_TRUE(Run(Submit("j1", "red", 2)).ok());
   store_->Fail(absl::UnavailableError("server closed the connection unexpectedly"));
   store_->FailReads();
@@ -311,9 +311,7 @@ TEST_F(CoreLoopFaultTest, ARefusedAdmissionAccruesNoUsageWhileTheLedgerCannotBeR
 // Usage rows held for the next commit are written by the final snapshot
 // when no commit came before the stop.
 TEST_F(CoreLoopFaultTest, UsageHeldForARefusedBatchIsWrittenAtStop) {
-  FakeClock& fake = fake_clock_;
-  clock_ = &fake;
-  Open(/*retry_ms=*/60'000);
+  FakeClock& fake = OpenOnFakeClock(/*retry_ms=*/60'000);
   ASSERT_TRUE(Run(Submit("j1", "red", 2)).ok());
   fake.Advance(60'000);
   store_->Fail(absl::ResourceExhaustedError("database or disk is full"));
@@ -327,12 +325,10 @@ TEST_F(CoreLoopFaultTest, UsageHeldForARefusedBatchIsWrittenAtStop) {
 // finished while the broker was idle): the stop has no snapshot to write,
 // but still the held rows.
 TEST_F(CoreLoopFaultTest, UsageHeldForARefusedBatchIsWrittenAtStopAfterAnIdleSnapshot) {
-  FakeClock& fake = fake_clock_;
-  clock_ = &fake;
   CoreLoopOptions snapshot_after_every_entry;
   snapshot_after_every_entry.snapshot_every = 1;
   snapshot_after_every_entry.snapshot_journal_ratio = 0;
-  Open(/*retry_ms=*/60'000, snapshot_after_every_entry);
+  FakeClock& fake = OpenOnFakeClock(/*retry_ms=*/60'000, snapshot_after_every_entry);
   ASSERT_TRUE(Run(Submit("j1", "red", 2)).ok());
   const int64_t seq = LedgerSeq();
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
@@ -351,9 +347,7 @@ TEST_F(CoreLoopFaultTest, UsageHeldForARefusedBatchIsWrittenAtStopAfterAnIdleSna
 // Usage the accountant had not yet handed over at a refusal is written at
 // the stop too, although the core reloaded is older than that observation.
 TEST_F(CoreLoopFaultTest, UsageNotYetTakenAtARefusalIsWrittenAtStop) {
-  FakeClock& fake = fake_clock_;
-  clock_ = &fake;
-  Open(/*retry_ms=*/60'000);
+  FakeClock& fake = OpenOnFakeClock(/*retry_ms=*/60'000);
   ASSERT_TRUE(Run(Submit("j1", "red", 2)).ok());
   fake.Advance(60'000);
   ASSERT_TRUE(Run(Submit("k", "blue", 1)).ok());  // writes j1's first minute
@@ -404,9 +398,7 @@ TEST_F(CoreLoopFaultTest, ABatchCommittedDespiteAFailedCommitIsWhatReadersSee) {
 // The usage rows of a commit that was applied despite its error are in the
 // ledger: holding them for the next commit would count them twice.
 TEST_F(CoreLoopFaultTest, UsageOfACommitAppliedDespiteItsErrorIsCountedOnce) {
-  FakeClock& fake = fake_clock_;
-  clock_ = &fake;
-  Open(/*retry_ms=*/60'000);
+  FakeClock& fake = OpenOnFakeClock(/*retry_ms=*/60'000);
   ASSERT_TRUE(Run(Submit("j1", "red", 2)).ok());
   fake.Advance(60'000);
   store_->FailAfterWriting(absl::UnavailableError("server closed the connection unexpectedly"));
