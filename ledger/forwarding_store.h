@@ -47,6 +47,8 @@ class ForwardingStore : public Store {
 
  protected:
   Store* target() const { return target_; }
+  // From the wrapped store's own thread only: calls are not fenced.
+  void set_target(Store* target) { target_ = target; }
 
  private:
   Store* target_;

@@ -17,6 +17,15 @@ grpc::Status ToGrpc(const absl::Status& s) {
   return grpc::Status(static_cast<grpc::StatusCode>(s.code()), std::string(s.message()));
 }
 
+grpc::Status UnknownJob(const CoreLoop& loop, const std::string& id) {
+  if (absl::Status health = loop.LedgerHealth(); !health.ok()) {
+    return grpc::Status(grpc::StatusCode::UNAVAILABLE,
+                        absl::StrCat(health.message(), "; whether job '", id,
+                                     "' is known cannot be told until the ledger is written again, retry later"));
+  }
+  return grpc::Status(grpc::StatusCode::NOT_FOUND, absl::StrCat("job '", id, "' is not known"));
+}
+
 namespace {
 
 const core::Event* FindEvent(const Applied& a, const std::string& job, core::EventType type) {
@@ -177,20 +186,15 @@ grpc::ServerUnaryReactor* AdmissionServiceImpl::Release(grpc::CallbackServerCont
       reactor->Finish(grpc::Status::OK);
       return reactor;
     }
-  } else if (absl::Status health = loop_->LedgerHealth(); !health.ok()) {
-    // While writes are refused the ledger may hold a job the model lacks (its
-    // Admit failed after the server committed it): "not found" would let the
-    // client forget a job that may run.
-    reactor->Finish(grpc::Status(grpc::StatusCode::UNAVAILABLE,
-                                 absl::StrCat(health.message(), "; whether job '", id,
-                                              "' is known cannot be told until then, retry later")));
+  } else if (grpc::Status unknown = UnknownJob(*loop_, id); unknown.error_code() != grpc::StatusCode::NOT_FOUND) {
+    reactor->Finish(unknown);
     return reactor;
   } else if (auto rejected = rejections_.Find(id, model->now_ms())) {
     *resp->mutable_job() = *rejected;  // it never started: nothing to release.
     reactor->Finish(grpc::Status::OK);
     return reactor;
   } else {
-    reactor->Finish(grpc::Status(grpc::StatusCode::NOT_FOUND, absl::StrCat("job '", id, "' is not known")));
+    reactor->Finish(unknown);
     return reactor;
   }
   internal::v1::Command cmd;
@@ -211,7 +215,7 @@ grpc::ServerUnaryReactor* AdmissionServiceImpl::ReportCheckpoint(grpc::CallbackS
   auto model = loop_->Published();
   const JobRecord* known = model->FindRecord(id);
   if (!known) {
-    reactor->Finish(grpc::Status(grpc::StatusCode::NOT_FOUND, absl::StrCat("job '", id, "' is not known")));
+    reactor->Finish(UnknownJob(*loop_, id));
     return reactor;
   }
   // A late report of an ended job changes nothing.
@@ -310,7 +314,7 @@ grpc::ServerUnaryReactor* AdmissionServiceImpl::GetJob(grpc::CallbackServerConte
       reactor->Finish(grpc::Status::OK);
       return reactor;
     }
-    reactor->Finish(grpc::Status(grpc::StatusCode::NOT_FOUND, absl::StrCat("job '", req->job(), "' is not known")));
+    reactor->Finish(UnknownJob(*loop_, req->job()));
     return reactor;
   }
   FillJob(*model, req->job(), resp, /*with_position=*/true);
@@ -342,7 +346,7 @@ class AdmissionServiceImpl::Waiter : public QueuedWriter<v1::WaitAdmissionRespon
     auto j = model->FindJobAny(job_);
     if (!j) {
       if (!sent_any_) {
-        Done(grpc::Status(grpc::StatusCode::NOT_FOUND, absl::StrCat("job '", job_, "' is not known")));
+        Done(UnknownJob(*svc_->loop_, job_));
       } else {
         FinishAfterWrites();  // it ended (or was released) meanwhile.
       }

@@ -117,6 +117,45 @@ TEST_F(AdmissionServiceFaultTest, AReleaseOfAJobTheLedgerMayHoldWaitsForTheLedge
   EXPECT_EQ(Release("never-submitted").error_code(), grpc::StatusCode::NOT_FOUND);
 }
 
+// The same holds for reading the job: GetJob and WaitAdmission cannot tell
+// "not found" until the ledger answers, then they tell what it holds.
+TEST_F(AdmissionServiceFaultTest, ReadsOfAJobWhoseAdmitHasAnUnknownOutcomeWaitForTheLedger) {
+  store_->FailAfterWriting(absl::UnavailableError("server closed the connection unexpectedly"));
+  store_->FailReads();
+  v1::AdmitResponse lost;
+  EXPECT_EQ(Admit("b1", "blue", 2, &lost).error_code(), grpc::StatusCode::UNAVAILABLE);
+  auto get_job = [this](const std::string& job, v1::JobInfo* info) {
+    v1::GetJobRequest request;
+    request.set_job(job);
+    grpc::ClientContext context;
+    context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
+    return stub_->GetJob(&context, request, info);
+  };
+  auto wait_admission = [this](const std::string& job, v1::WaitAdmissionResponse* first) {
+    v1::WaitAdmissionRequest request;
+    request.set_job(job);
+    grpc::ClientContext context;
+    context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
+    auto reader = stub_->WaitAdmission(&context, request);
+    const bool read = reader->Read(first);
+    const grpc::Status status = reader->Finish();
+    return read ? grpc::Status::OK : status;
+  };
+  v1::JobInfo info;
+  v1::WaitAdmissionResponse first;
+  EXPECT_EQ(get_job("b1", &info).error_code(), grpc::StatusCode::UNAVAILABLE);
+  EXPECT_EQ(wait_admission("b1", &first).error_code(), grpc::StatusCode::UNAVAILABLE);
+  HealAndWaitForWrites();
+  const grpc::Status got = get_job("b1", &info);
+  ASSERT_TRUE(got.ok()) << got.error_message();
+  EXPECT_EQ(info.state(), v1::JOB_STATE_ADMITTED);
+  const grpc::Status waited = wait_admission("b1", &first);
+  ASSERT_TRUE(waited.ok()) << waited.error_message();
+  EXPECT_EQ(first.job().state(), v1::JOB_STATE_ADMITTED);
+  EXPECT_EQ(get_job("never-submitted", &info).error_code(), grpc::StatusCode::NOT_FOUND);
+  EXPECT_EQ(wait_admission("never-submitted", &first).error_code(), grpc::StatusCode::NOT_FOUND);
+}
+
 // A refused ack says retrying is safe; the retry of an ack that was applied
 // all the same is answered OK with the job as it is, not as stale.
 TEST_F(AdmissionServiceFaultTest, ARetriedAckOfAResizeAppliedDespiteItsErrorSucceeds) {

@@ -252,11 +252,13 @@ void CoreLoop::Run() {
       if (auto d = broker_->NextDeadline(); d && !core_dirty_) next = std::min(next, *d);
       if (SnapshotPartsPending()) next = 0;  // an idle writer writes them on
       if (!ledger_health_.ok()) next = retry_commit_at_;
-      const core::Time wait = std::max<core::Time>(0, next - clock_->NowMs());
+      // A ledger that lost acknowledged commits is never retried.
+      const absl::Duration wait = ledger_lost_ ? absl::InfiniteDuration()
+                                               : absl::Milliseconds(std::max<core::Time>(0, next - clock_->NowMs()));
       auto work = [this]() ABSL_SHARED_LOCKS_REQUIRED(mu_) {
         return !queue_.empty() || stopping_ || snapshot_captured_;
       };
-      mu_.AwaitWithTimeout(absl::Condition(&work), absl::Milliseconds(wait));
+      mu_.AwaitWithTimeout(absl::Condition(&work), wait);
       snapshot_captured_ = false;  // CollectSnapshot below takes the result
       while (!queue_.empty() && static_cast<int64_t>(batch.size()) < options_.max_batch) {
         batch.push_back(std::move(queue_.front()));
@@ -270,7 +272,7 @@ void CoreLoop::Run() {
     if (!LedgerHealth().ok()) {
       // Writes are refused until the retry; the retry first needs a core
       // that holds exactly what the ledger does.
-      if (now < retry_commit_at_ || (core_dirty_ && !ReloadCore())) {
+      if (ledger_lost_ || now < retry_commit_at_ || (core_dirty_ && !ReloadCore())) {
         if (now >= retry_commit_at_) retry_commit_at_ = now + options_.retry_commit_after_ms;
         Refuse(std::move(batch));
         if (stop) break;

@@ -224,7 +224,9 @@ class CoreLoop {
   // Reloads the core from the ledger; false (logged) when the ledger cannot
   // be read either, so the core stays unusable until a later retry. A ledger
   // ahead of the published model (a failed commit that was applied) is
-  // published: readers, and retries answered without a commit, see it.
+  // published: readers, and retries answered without a commit, see it. A
+  // ledger behind it has lost acknowledged commits: false, and writes are
+  // refused for good (`ledger_lost_`).
   bool ReloadCore();
   void SetLedgerHealth(absl::Status health);
   // Answers UNAVAILABLE (writes refused until the retry); `surely_unwritten`
@@ -294,6 +296,12 @@ class CoreLoop {
     std::vector<std::string> jobs;
   };
   std::optional<Refused> refused_;
+  // The ledger was found behind what was acknowledged (a database failed
+  // over to a replica that missed commits). Writing on would reuse the lost
+  // seqs for other commands and serve an older state as current, so the
+  // broker refuses writes until an operator restarts it, as a standby
+  // refuses to take over from such a ledger.
+  bool ledger_lost_ = false;
   std::vector<ledger::UsageRow> unwritten_usage_;
   std::vector<ledger::LoanRow> unwritten_loans_;
 

@@ -228,6 +228,17 @@ bool CoreLoop::ReloadCore() {
     spdlog::error("ledger: cannot reload the core from the ledger (will retry): {}", recovered.status().ToString());
     return false;
   }
+  if (const int64_t acknowledged = Published()->seq(); recovered->seq < acknowledged) {
+    const std::string lost = absl::StrCat(
+        "the ledger ends at seq ", recovered->seq, " but seq ", acknowledged,
+        " was acknowledged: acknowledged commits are missing (did the database fail over to a replica that missed "
+        "them?); writes are refused and reads keep the acknowledged state; restart the broker to go on from what "
+        "the ledger holds");
+    spdlog::error("ledger: {}", lost);
+    ledger_lost_ = true;
+    SetLedgerHealth(absl::DataLossError(lost));
+    return false;
+  }
   broker_ = std::move(recovered->broker);
   seq_ = recovered->seq;
   observed_valid_ = false;  // the accounting's view of the tree was of the refused core
@@ -244,17 +255,13 @@ bool CoreLoop::ReloadCore() {
   // answer was lost): what readers see, and what a retry of the batch's
   // commands is answered from when it changes nothing, must hold it.
   if (const int64_t acknowledged = Published()->seq(); seq_ != acknowledged) {
+    spdlog::warn("ledger: the failed commit was applied (seq {} in the ledger, {} acknowledged); publishing it",
+                 seq_, acknowledged);
     if (seq_ >= refused_->last_seq) {
-      spdlog::warn("ledger: the failed commit was applied (seq {} in the ledger, {} acknowledged); publishing it",
-                   seq_, acknowledged);
       // The usage rows it carried were written with it: held for the next
       // commit, they would be added twice.
       unwritten_usage_.clear();
       unwritten_loans_.clear();
-    } else {
-      spdlog::error("ledger: the ledger is not at the seq acknowledged (seq {} in the ledger, {} acknowledged); "
-                    "publishing what it holds",
-                    seq_, acknowledged);
     }
     auto model = ReadModel::Build(*broker_, seq_);
     {
@@ -290,6 +297,7 @@ std::vector<core::Event> CoreLoop::DryRunEvents(const internal::v1::Command& com
 
 absl::Status CoreLoop::Snapshot() {
   AbandonSnapshot("");  // this one, written at once, supersedes one in progress
+  if (ledger_lost_) return LedgerHealth();  // nothing may be written on an older ledger
   // A core holding a refused batch must never reach the ledger.
   if (core_dirty_ && !ReloadCore()) return absl::UnavailableError("the core could not be reloaded");
   // The ledger may hold a snapshot of this very state (a periodic one that

@@ -83,6 +83,7 @@ class CoreLoopFaultTest : public ::testing::Test {
     loop_.reset();
     auto failing = std::make_unique<FailingStore>(memory_.get());
     store_ = failing.get();
+    if (replica_ != nullptr) failing->MirrorTo(replica_.get());
     options.retry_commit_after_ms = retry_ms;
     auto loop = CoreLoop::Open(config_, std::move(failing), clock_, options, /*init=*/true);
     ASSERT_TRUE(loop.ok()) << loop.status();
@@ -97,6 +98,16 @@ class CoreLoopFaultTest : public ::testing::Test {
     clock_ = &fake_clock_;
     Open(retry_ms, std::move(options));
     return fake_clock_;
+  }
+
+  // Reopens on a new ledger whose commits a replica copies until the test
+  // says StopMirroring.
+  // Runs on the fake clock.
+  FakeClock& OpenWithReplica(int64_t retry_ms) {
+    loop_.reset();
+    memory_ = ledger::NewMemoryStore();
+    replica_ = ledger::NewMemoryStore();
+    return OpenOnFakeClock(retry_ms);
   }
 
   absl::StatusOr<Applied> Run(internal::v1::Command command) {
@@ -117,6 +128,7 @@ class CoreLoopFaultTest : public ::testing::Test {
 
   v1::Config config_;
   std::unique_ptr<ledger::Store> memory_ = ledger::NewMemoryStore();
+  std::unique_ptr<ledger::Store> replica_;
   RealClock real_clock_;
   FakeClock fake_clock_{FutureStart()};
   Clock* clock_ = &real_clock_;
@@ -408,6 +420,34 @@ TEST_F(CoreLoopFaultTest, UsageOfACommitAppliedDespiteItsErrorIsCountedOnce) {
   ASSERT_TRUE(Run(Submit("k2", "blue", 1)).ok());
   loop_->Stop();
   EXPECT_DOUBLE_EQ(UsedSeconds("red"), 2.0 * 120) << "j1's 2 GPUs for 120 s";
+}
+
+// A database that fails over to a replica which missed acknowledged commits
+// holds an older state. Writing on would give the lost seqs to other commands
+// and serve the older state as current: writes stay refused, even once the
+// database answers again, and readers keep what was acknowledged.
+TEST_F(CoreLoopFaultTest, ALedgerThatLostAcknowledgedCommitsIsNeverWrittenOn) {
+  FakeClock& fake = OpenWithReplica(/*retry_ms=*/60'000);
+  ASSERT_TRUE(Run(Submit("j1", "red", 2)).ok());
+  store_->StopMirroring();
+  ASSERT_TRUE(Run(Submit("j2", "red", 2)).ok());  // acknowledged, not on the replica
+  const int64_t replica_seq = *replica_->LastSeq();
+  store_->FailOverOnNextCommit();
+  EXPECT_EQ(Run(Submit("j3", "red", 2)).status().code(), absl::StatusCode::kUnavailable);
+
+  EXPECT_EQ(loop_->LedgerHealth().code(), absl::StatusCode::kDataLoss);
+  EXPECT_THAT(loop_->LedgerHealth().message(), HasSubstr("acknowledged commits are missing"));
+  // Past the retry, with the database answering: still refused, unwritten.
+  const int commits = store_->commits();
+  fake.Advance(120'000);
+  absl::StatusOr<Applied> refused = Run(Submit("j4", "red", 2));
+  EXPECT_EQ(refused.status().code(), absl::StatusCode::kUnavailable);
+  EXPECT_THAT(refused.status().message(), HasSubstr("restart the broker"));
+  EXPECT_NE(loop_->Published()->FindJob("j2"), nullptr) << "readers keep the acknowledged state";
+  EXPECT_EQ(loop_->LedgerHealth().code(), absl::StatusCode::kDataLoss);
+  loop_->Stop();  // no snapshot at stop either
+  EXPECT_EQ(store_->commits(), commits);
+  EXPECT_EQ(*replica_->LastSeq(), replica_seq);
 }
 
 // Opening a store with no snapshot and no journal makes a new ledger only

@@ -27,7 +27,7 @@ class ElasticServiceImpl::Watcher : public QueuedWriter<v1::ResizeRequest> {
     auto j = model->FindJob(job_);
     if (!j) {
       if (!checked_) {
-        Done(grpc::Status(grpc::StatusCode::NOT_FOUND, absl::StrCat("job '", job_, "' is not known")));
+        Done(UnknownJob(*svc_->loop_, job_));
       } else {
         FinishAfterWrites();  // it ended: nothing more will come.
       }
@@ -68,7 +68,7 @@ grpc::ServerUnaryReactor* ElasticServiceImpl::AckResize(grpc::CallbackServerCont
   auto model = loop_->Published();
   auto j = model->FindJob(id);
   if (!j) {
-    reactor->Finish(grpc::Status(grpc::StatusCode::NOT_FOUND, absl::StrCat("job '", id, "' is not known")));
+    reactor->Finish(UnknownJob(*loop_, id));
     return reactor;
   }
   if (j->spec().elastic().max() == 0) {

@@ -1,8 +1,9 @@
 // A test store that fails commits on demand (over ledger/forwarding_store.h),
 // for the commit-failure path of the real CoreLoop and the services over it.
 //
-// Threading: Fail/FailReads/Heal/commits/held_rows from any thread; Commit
-// and reads from the store's one thread.
+// Threading: Fail/FailReads/Heal/MirrorTo/StopMirroring/FailOverOnNextCommit/
+// commits/held_rows from any thread; Commit and reads from the store's one
+// thread.
 #ifndef TIDEGATE_BROKER_SERVICE_FAILING_STORE_FOR_TESTS_H_
 #define TIDEGATE_BROKER_SERVICE_FAILING_STORE_FOR_TESTS_H_
 
@@ -25,7 +26,17 @@ class FailingStore : public ledger::ForwardingStore {
     {
       absl::MutexLock lock(&mu_);
       held_rows_ = static_cast<int>(batch.usage.size() + batch.loans.size());
-      if (failure_.ok()) return target()->Commit(batch);
+      if (fail_over_) {
+        fail_over_ = false;
+        set_target(replica_);
+        replica_ = nullptr;
+        return absl::UnavailableError("server closed the connection unexpectedly");
+      }
+      if (failure_.ok()) {
+        absl::Status committed = target()->Commit(batch);
+        if (committed.ok() && replica_ != nullptr && mirroring_) committed = replica_->Commit(batch);
+        return committed;
+      }
       after_writing = after_writing_;
       failure = failure_;
     }
@@ -45,6 +56,24 @@ class FailingStore : public ledger::ForwardingStore {
     absl::MutexLock lock(&mu_);
     failure_ = std::move(failure);
     after_writing_ = true;
+  }
+  // Every commit is copied to `replica` (which must start as empty as the
+  // store), until StopMirroring.
+  void MirrorTo(ledger::Store* replica) {
+    absl::MutexLock lock(&mu_);
+    replica_ = replica;
+    mirroring_ = true;
+  }
+  void StopMirroring() {
+    absl::MutexLock lock(&mu_);
+    mirroring_ = false;
+  }
+  // The next commit fails, and from then on the store is the replica: a
+  // database failed over to a replica that missed the commits since
+  // StopMirroring.
+  void FailOverOnNextCommit() {
+    absl::MutexLock lock(&mu_);
+    fail_over_ = true;
   }
   // The first read of a recovery fails too (a server still starting).
   absl::StatusOr<std::optional<ledger::SnapshotRecord>> LatestSnapshot() override {
@@ -67,6 +96,9 @@ class FailingStore : public ledger::ForwardingStore {
   absl::Mutex mu_;
   absl::Status failure_ ABSL_GUARDED_BY(mu_);
   bool after_writing_ ABSL_GUARDED_BY(mu_) = false;
+  ledger::Store* replica_ ABSL_GUARDED_BY(mu_) = nullptr;
+  bool mirroring_ ABSL_GUARDED_BY(mu_) = false;
+  bool fail_over_ ABSL_GUARDED_BY(mu_) = false;
   int held_rows_ ABSL_GUARDED_BY(mu_) = 0;
   std::atomic<int> commits_{0};
   std::atomic<bool> reads_fail_{false};
