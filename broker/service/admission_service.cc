@@ -18,10 +18,10 @@ grpc::Status ToGrpc(const absl::Status& s) {
 }
 
 grpc::Status UnknownJob(const CoreLoop& loop, const std::string& id) {
-  if (absl::Status health = loop.LedgerHealth(); !health.ok()) {
+  if (loop.CommitOutcomeUnknown()) {
     return grpc::Status(grpc::StatusCode::UNAVAILABLE,
-                        absl::StrCat(health.message(), "; whether job '", id,
-                                     "' is known cannot be told until the ledger is written again, retry later"));
+                        absl::StrCat(loop.LedgerHealth().message(), "; whether job '", id,
+                                     "' is known cannot be told until the ledger can be read, retry later"));
   }
   return grpc::Status(grpc::StatusCode::NOT_FOUND, absl::StrCat("job '", id, "' is not known"));
 }

@@ -157,6 +157,10 @@ class CoreLoop {
   // OK while commits succeed; the failed commit's error while writes are
   // refused.
   absl::Status LedgerHealth() const;
+  // True from a failed commit that may have been applied (an I/O error, a
+  // lost answer) until a reload has read the ledger: meanwhile the ledger
+  // may hold jobs the published model lacks. Thread-safe.
+  bool CommitOutcomeUnknown() const { return commit_outcome_unknown_.load(std::memory_order_acquire); }
   // Runs on the loop thread whenever LedgerHealth() changes (e.g. to report
   // NOT_SERVING on gRPC health). Set before Start().
   void SetHealthHook(std::function<void(const absl::Status&)> hook) { health_hook_ = std::move(hook); }
@@ -302,6 +306,7 @@ class CoreLoop {
   // broker refuses writes until an operator restarts it, as a standby
   // refuses to take over from such a ledger.
   bool ledger_lost_ = false;
+  std::atomic<bool> commit_outcome_unknown_{false};
   std::vector<ledger::UsageRow> unwritten_usage_;
   std::vector<ledger::LoanRow> unwritten_loans_;
 

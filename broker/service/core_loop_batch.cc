@@ -213,12 +213,13 @@ void CoreLoop::CommitFailed(const absl::Status& failure, std::vector<Pending> ba
   retry_commit_at_ = clock_->NowMs() + options_.retry_commit_after_ms;
   core_dirty_ = true;
   refused_ = Refused{now, seq_, touched};  // seq_ is the batch's last entry
-  ReloadCore();  // or a retry does, before any other commit
   // Disk full and read-only fail before anything is written; another I/O
   // error may fail after the WAL holds the batch, so it may be in force.
   const bool surely_unwritten = failure.code() == absl::StatusCode::kResourceExhausted ||
                                 failure.code() == absl::StatusCode::kFailedPrecondition ||
                                 failure.code() == absl::StatusCode::kInvalidArgument;
+  if (!surely_unwritten) commit_outcome_unknown_.store(true, std::memory_order_release);
+  ReloadCore();  // or a retry does, before any other commit
   Refuse(std::move(batch), surely_unwritten);
 }
 
@@ -237,6 +238,7 @@ bool CoreLoop::ReloadCore() {
     spdlog::error("ledger: {}", lost);
     ledger_lost_ = true;
     SetLedgerHealth(absl::DataLossError(lost));
+    commit_outcome_unknown_.store(false, std::memory_order_release);  // behind it, the ledger cannot hold the batch
     return false;
   }
   broker_ = std::move(recovered->broker);
@@ -271,6 +273,7 @@ bool CoreLoop::ReloadCore() {
     QueueAnswers({}, &refused_->jobs);
   }
   refused_.reset();
+  commit_outcome_unknown_.store(false, std::memory_order_release);  // the model is what the ledger holds
   return true;
 }
 

@@ -29,9 +29,9 @@ grpc::Status ToGrpc(const absl::Status& status);
 grpc::Status CheckStreamRequestSize(const google::protobuf::Message& request, const CoreLoop& loop, const char* what);
 
 // The answer about a job the published model does not hold: NOT_FOUND, or
-// UNAVAILABLE while the ledger refuses writes, since it may hold the job all
-// the same (its Admit failed after the server committed it) and "not found"
-// would let a client forget a job that may run.
+// UNAVAILABLE while a failed commit's outcome is unknown, since the ledger
+// may hold the job all the same (its Admit failed after the server committed
+// it) and "not found" would let a client forget a job that may run.
 grpc::Status UnknownJob(const CoreLoop& loop, const std::string& id);
 
 class AdmissionServiceImpl final : public v1::AdmissionService::CallbackService {
