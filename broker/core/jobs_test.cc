@@ -460,5 +460,21 @@ TEST(JobsTest, NamesInTheConfigAreBoundedToo) {
   }
 }
 
+// A config that would turn a team with jobs into an inner team is refused
+// naming one of its jobs: the least id, so the message is the same on every
+// run and replay, whatever order the job index holds them in.
+TEST(ConfigChangeTest, ARefusedConfigNamesTheLeastIdOfTheJobsInTheWay) {
+  auto b = Make();
+  for (int i = 39; i >= 0; --i) {
+    b->Apply(Submit(absl::StrFormat("job: 'j%02d' team: 'a' per_replica { key: 'cpu' value: 1 }", i)), kT0 + 1);
+  }
+  internal::v1::Command change;
+  ASSERT_TRUE(google::protobuf::TextFormat::ParseFromString(
+      std::string(kConfig) + R"pb( teams { name: "a1" parent: "a" quota { key: "gpu" value { guaranteed: 1 } } })pb",
+      change.mutable_apply_config()));
+  EXPECT_THAT(Lines(b->Apply(change, kT0 + 2)),
+              ElementsAre("error  (config: team 'a' has job 'j00' and must stay a leaf team)"));
+}
+
 }  // namespace
 }  // namespace tidegate::core
