@@ -17,8 +17,8 @@ grpc::Status ToGrpc(const absl::Status& s) {
   return grpc::Status(static_cast<grpc::StatusCode>(s.code()), std::string(s.message()));
 }
 
-grpc::Status UnknownJob(const CoreLoop& loop, const std::string& id) {
-  if (loop.CommitOutcomeUnknown()) {
+grpc::Status UnknownJob(const CoreLoop& loop, const CoreLoop::Lookup& lookup, const std::string& id) {
+  if (lookup.outcome_unknown) {
     return grpc::Status(grpc::StatusCode::UNAVAILABLE,
                         absl::StrCat(loop.LedgerHealth().message(), "; whether job '", id,
                                      "' is known cannot be told until the ledger can be read, retry later"));
@@ -179,14 +179,15 @@ grpc::ServerUnaryReactor* AdmissionServiceImpl::Release(grpc::CallbackServerCont
     reactor->Finish(bad);
     return reactor;
   }
-  auto model = loop_->Published();
+  const CoreLoop::Lookup lookup = loop_->PublishedForLookup();
+  const ReadModel* model = lookup.model.get();
   if (const JobRecord* r = model->FindRecord(id)) {
     *resp->mutable_job() = r->ToInfo(id);
     if (Retained(resp->job())) {  // released already: releasing again changes nothing.
       reactor->Finish(grpc::Status::OK);
       return reactor;
     }
-  } else if (grpc::Status unknown = UnknownJob(*loop_, id); unknown.error_code() != grpc::StatusCode::NOT_FOUND) {
+  } else if (grpc::Status unknown = UnknownJob(*loop_, lookup, id); unknown.error_code() != grpc::StatusCode::NOT_FOUND) {
     reactor->Finish(unknown);
     return reactor;
   } else if (auto rejected = rejections_.Find(id, model->now_ms())) {
@@ -212,10 +213,10 @@ grpc::ServerUnaryReactor* AdmissionServiceImpl::ReportCheckpoint(grpc::CallbackS
     reactor->Finish(bad);
     return reactor;
   }
-  auto model = loop_->Published();
-  const JobRecord* known = model->FindRecord(id);
+  const CoreLoop::Lookup lookup = loop_->PublishedForLookup();
+  const JobRecord* known = lookup.model->FindRecord(id);
   if (!known) {
-    reactor->Finish(UnknownJob(*loop_, id));
+    reactor->Finish(UnknownJob(*loop_, lookup, id));
     return reactor;
   }
   // A late report of an ended job changes nothing.
@@ -307,14 +308,15 @@ grpc::ServerUnaryReactor* AdmissionServiceImpl::GetJob(grpc::CallbackServerConte
     reactor->Finish(bad);
     return reactor;
   }
-  auto model = loop_->Published();
+  const CoreLoop::Lookup lookup = loop_->PublishedForLookup();
+  const ReadModel* model = lookup.model.get();
   if (!model->FindRecord(req->job())) {
     if (auto rejected = rejections_.Find(req->job(), model->now_ms())) {
       *resp = *std::move(rejected);
       reactor->Finish(grpc::Status::OK);
       return reactor;
     }
-    reactor->Finish(UnknownJob(*loop_, req->job()));
+    reactor->Finish(UnknownJob(*loop_, lookup, req->job()));
     return reactor;
   }
   FillJob(*model, req->job(), resp, /*with_position=*/true);
@@ -342,11 +344,12 @@ class AdmissionServiceImpl::Waiter : public QueuedWriter<v1::WaitAdmissionRespon
   void Check() {
     std::lock_guard<std::recursive_mutex> lock(mu_);
     if (finished()) return;
-    auto model = svc_->loop_->Published();
+    const CoreLoop::Lookup lookup = svc_->loop_->PublishedForLookup();
+    const ReadModel* model = lookup.model.get();
     auto j = model->FindJobAny(job_);
     if (!j) {
       if (!sent_any_) {
-        Done(UnknownJob(*svc_->loop_, job_));
+        Done(UnknownJob(*svc_->loop_, lookup, job_));
       } else {
         FinishAfterWrites();  // it ended (or was released) meanwhile.
       }

@@ -145,6 +145,15 @@ TEST_F(AdmissionServiceFaultTest, ReadsOfAJobWhoseAdmitHasAnUnknownOutcomeWaitFo
   v1::WaitAdmissionResponse first;
   EXPECT_EQ(get_job("b1", &info).error_code(), grpc::StatusCode::UNAVAILABLE);
   EXPECT_EQ(wait_admission("b1", &first).error_code(), grpc::StatusCode::UNAVAILABLE);
+  {
+    v1::ReportCheckpointRequest request;
+    request.set_job("b1");
+    v1::ReportCheckpointResponse response;
+    grpc::ClientContext context;
+    EXPECT_EQ(stub_->ReportCheckpoint(&context, request, &response).error_code(), grpc::StatusCode::UNAVAILABLE);
+  }
+  v1::AckResizeResponse ack;
+  EXPECT_EQ(AckResize("b1", 1, 1, &ack).error_code(), grpc::StatusCode::UNAVAILABLE);
   HealAndWaitForWrites();
   const grpc::Status got = get_job("b1", &info);
   ASSERT_TRUE(got.ok()) << got.error_message();
@@ -154,6 +163,20 @@ TEST_F(AdmissionServiceFaultTest, ReadsOfAJobWhoseAdmitHasAnUnknownOutcomeWaitFo
   EXPECT_EQ(first.job().state(), v1::JOB_STATE_ADMITTED);
   EXPECT_EQ(get_job("never-submitted", &info).error_code(), grpc::StatusCode::NOT_FOUND);
   EXPECT_EQ(wait_admission("never-submitted", &first).error_code(), grpc::StatusCode::NOT_FOUND);
+}
+
+// A full disk fails before anything is written: the reload shows the ledger
+// as acknowledged, so a job of the refused Admit is known not to exist.
+TEST_F(AdmissionServiceFaultTest, AJobOfAnAdmitRefusedBeforeAnyWriteIsNotFound) {
+  store_->Fail(absl::ResourceExhaustedError("database or disk is full"));
+  v1::AdmitResponse refused;
+  EXPECT_EQ(Admit("b1", "blue", 2, &refused).error_code(), grpc::StatusCode::UNAVAILABLE);
+  v1::GetJobRequest request;
+  request.set_job("b1");
+  v1::JobInfo info;
+  grpc::ClientContext context;
+  EXPECT_EQ(stub_->GetJob(&context, request, &info).error_code(), grpc::StatusCode::NOT_FOUND);
+  EXPECT_EQ(Release("b1").error_code(), grpc::StatusCode::NOT_FOUND);
 }
 
 // A refused ack says retrying is safe; the retry of an ack that was applied

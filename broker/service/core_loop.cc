@@ -233,6 +233,11 @@ std::shared_ptr<const ReadModel> CoreLoop::Published() const {
   return published_;
 }
 
+CoreLoop::Lookup CoreLoop::PublishedForLookup() const {
+  const bool outcome_unknown = commit_outcome_unknown_.load(std::memory_order_acquire);
+  return Lookup{Published(), outcome_unknown};
+}
+
 bool CoreLoop::TickDue(core::Time now) const {
   const auto deadline = broker_->NextDeadline();
   return now >= last_tick_ + TickMs(*broker_) || (deadline && now >= *deadline);
@@ -252,13 +257,15 @@ void CoreLoop::Run() {
       if (auto d = broker_->NextDeadline(); d && !core_dirty_) next = std::min(next, *d);
       if (SnapshotPartsPending()) next = 0;  // an idle writer writes them on
       if (!ledger_health_.ok()) next = retry_commit_at_;
-      // A ledger that lost acknowledged commits is never retried.
-      const absl::Duration wait = ledger_lost_ ? absl::InfiniteDuration()
-                                               : absl::Milliseconds(std::max<core::Time>(0, next - clock_->NowMs()));
+      // A ledger that lost acknowledged commits is never retried, but the
+      // loop still wakes each tick: liveness reads its wake-ups, and a hung
+      // snapshot child is reaped on one.
+      if (ledger_lost_) next = clock_->NowMs() + TickMs(*broker_);
+      const core::Time wait = std::max<core::Time>(0, next - clock_->NowMs());
       auto work = [this]() ABSL_SHARED_LOCKS_REQUIRED(mu_) {
         return !queue_.empty() || stopping_ || snapshot_captured_;
       };
-      mu_.AwaitWithTimeout(absl::Condition(&work), wait);
+      mu_.AwaitWithTimeout(absl::Condition(&work), absl::Milliseconds(wait));
       snapshot_captured_ = false;  // CollectSnapshot below takes the result
       while (!queue_.empty() && static_cast<int64_t>(batch.size()) < options_.max_batch) {
         batch.push_back(std::move(queue_.front()));

@@ -157,10 +157,17 @@ class CoreLoop {
   // OK while commits succeed; the failed commit's error while writes are
   // refused.
   absl::Status LedgerHealth() const;
-  // True from a failed commit that may have been applied (an I/O error, a
-  // lost answer) until a reload has read the ledger: meanwhile the ledger
-  // may hold jobs the published model lacks. Thread-safe.
-  bool CommitOutcomeUnknown() const { return commit_outcome_unknown_.load(std::memory_order_acquire); }
+  // The published model for looking a job up, and whether the ledger may
+  // hold jobs it lacks: from a failed commit that may have been applied (an
+  // I/O error, a lost answer) until a reload has read the ledger and
+  // published what it holds. The flag is read first and cleared only after
+  // that publication, so a lookup that finds it clear reads a model that
+  // has the jobs the ledger has.
+  struct Lookup {
+    std::shared_ptr<const ReadModel> model;
+    bool outcome_unknown = false;
+  };
+  Lookup PublishedForLookup() const;
   // Runs on the loop thread whenever LedgerHealth() changes (e.g. to report
   // NOT_SERVING on gRPC health). Set before Start().
   void SetHealthHook(std::function<void(const absl::Status&)> hook) { health_hook_ = std::move(hook); }

@@ -238,8 +238,7 @@ bool CoreLoop::ReloadCore() {
     spdlog::error("ledger: {}", lost);
     ledger_lost_ = true;
     SetLedgerHealth(absl::DataLossError(lost));
-    commit_outcome_unknown_.store(false, std::memory_order_release);  // behind it, the ledger cannot hold the batch
-    return false;
+    return false;  // a failed commit's outcome stays unknown: the lost commits may be restored
   }
   broker_ = std::move(recovered->broker);
   seq_ = recovered->seq;

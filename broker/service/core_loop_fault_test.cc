@@ -437,14 +437,26 @@ TEST_F(CoreLoopFaultTest, ALedgerThatLostAcknowledgedCommitsIsNeverWrittenOn) {
 
   EXPECT_EQ(loop_->LedgerHealth().code(), absl::StatusCode::kDataLoss);
   EXPECT_THAT(loop_->LedgerHealth().message(), HasSubstr("acknowledged commits are missing"));
-  // Past the retry, with the database answering: still refused, unwritten.
+  // Past the retry, with the database answering: still refused, unwritten,
+  // and the ledger not even read again.
   const int commits = store_->commits();
+  const int recoveries = store_->recoveries();
   fake.Advance(120'000);
   absl::StatusOr<Applied> refused = Run(Submit("j4", "red", 2));
   EXPECT_EQ(refused.status().code(), absl::StatusCode::kUnavailable);
   EXPECT_THAT(refused.status().message(), HasSubstr("restart the broker"));
+  EXPECT_EQ(store_->recoveries(), recoveries);
   EXPECT_NE(loop_->Published()->FindJob("j2"), nullptr) << "readers keep the acknowledged state";
   EXPECT_EQ(loop_->LedgerHealth().code(), absl::StatusCode::kDataLoss);
+  // The loop still wakes on its own (liveness reads its wake-ups).
+  fake.Advance(5'000);
+  const core::Time later = fake.NowMs();
+  bool woke = false;
+  for (int i = 0; i < 1000 && !woke; ++i) {  // a tick (1 s) at most, bounded at 10 s
+    woke = loop_->LastLoopWakeMs() >= later;
+    if (!woke) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  EXPECT_TRUE(woke);
   loop_->Stop();  // no snapshot at stop either
   EXPECT_EQ(store_->commits(), commits);
   EXPECT_EQ(*replica_->LastSeq(), replica_seq);

@@ -23,11 +23,12 @@ class ElasticServiceImpl::Watcher : public QueuedWriter<v1::ResizeRequest> {
   void Check() {
     std::lock_guard<std::recursive_mutex> lock(mu_);
     if (finished()) return;
-    auto model = svc_->loop_->Published();
+    const CoreLoop::Lookup lookup = svc_->loop_->PublishedForLookup();
+    const ReadModel* model = lookup.model.get();
     auto j = model->FindJob(job_);
     if (!j) {
       if (!checked_) {
-        Done(UnknownJob(*svc_->loop_, job_));
+        Done(UnknownJob(*svc_->loop_, lookup, job_));
       } else {
         FinishAfterWrites();  // it ended: nothing more will come.
       }
@@ -65,10 +66,11 @@ grpc::ServerUnaryReactor* ElasticServiceImpl::AckResize(grpc::CallbackServerCont
                                                         const v1::AckResizeRequest* req, v1::AckResizeResponse* resp) {
   auto* reactor = ctx->DefaultReactor();
   const std::string id = req->job();
-  auto model = loop_->Published();
+  const CoreLoop::Lookup lookup = loop_->PublishedForLookup();
+  const ReadModel* model = lookup.model.get();
   auto j = model->FindJob(id);
   if (!j) {
-    reactor->Finish(UnknownJob(*loop_, id));
+    reactor->Finish(UnknownJob(*loop_, lookup, id));
     return reactor;
   }
   if (j->spec().elastic().max() == 0) {

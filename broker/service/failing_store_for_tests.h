@@ -2,7 +2,7 @@
 // for the commit-failure path of the real CoreLoop and the services over it.
 //
 // Threading: Fail/FailReads/Heal/MirrorTo/StopMirroring/FailOverOnNextCommit/
-// commits/held_rows from any thread; Commit and reads from the store's one
+// commits/recoveries/held_rows from any thread; Commit and reads from the store's one
 // thread.
 #ifndef TIDEGATE_BROKER_SERVICE_FAILING_STORE_FOR_TESTS_H_
 #define TIDEGATE_BROKER_SERVICE_FAILING_STORE_FOR_TESTS_H_
@@ -77,6 +77,7 @@ class FailingStore : public ledger::ForwardingStore {
   }
   // The first read of a recovery fails too (a server still starting).
   absl::StatusOr<std::optional<ledger::SnapshotRecord>> LatestSnapshot() override {
+    ++recoveries_;
     if (reads_fail_.load()) return absl::UnavailableError("could not receive data from server");
     return target()->LatestSnapshot();
   }
@@ -86,6 +87,8 @@ class FailingStore : public ledger::ForwardingStore {
     reads_fail_ = false;
   }
   int commits() const { return commits_.load(); }
+  // Recoveries started (each reads the latest snapshot first).
+  int recoveries() const { return recoveries_.load(); }
   // Usage and loan rows of the latest commit attempt.
   int held_rows() {
     absl::MutexLock lock(&mu_);
@@ -101,6 +104,7 @@ class FailingStore : public ledger::ForwardingStore {
   bool fail_over_ ABSL_GUARDED_BY(mu_) = false;
   int held_rows_ ABSL_GUARDED_BY(mu_) = 0;
   std::atomic<int> commits_{0};
+  std::atomic<int> recoveries_{0};
   std::atomic<bool> reads_fail_{false};
 };
 

@@ -215,6 +215,11 @@ int RunServer(const ServerOptions& options, const SideServerFactory& side, const
   server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(10));
   (*loop)->Stop();  // drains the queue, writes a snapshot.
   side_server.reset();
+  if (absl::Status health = (*loop)->LedgerHealth(); health.code() == absl::StatusCode::kDataLoss) {
+    // The operator must see that this stop wrote nothing and why.
+    spdlog::error("stopped without writing to the ledger: {}", std::string(health.message()));
+    return 1;
+  }
   spdlog::info("stopped cleanly at seq {}", (*loop)->last_seq());
   return 0;
 }

@@ -28,11 +28,11 @@ grpc::Status ToGrpc(const absl::Status& status);
 // may be (--max-request-bytes): the stream would hold it while it is open.
 grpc::Status CheckStreamRequestSize(const google::protobuf::Message& request, const CoreLoop& loop, const char* what);
 
-// The answer about a job the published model does not hold: NOT_FOUND, or
+// The answer about a job `lookup`'s model does not hold: NOT_FOUND, or
 // UNAVAILABLE while a failed commit's outcome is unknown, since the ledger
 // may hold the job all the same (its Admit failed after the server committed
 // it) and "not found" would let a client forget a job that may run.
-grpc::Status UnknownJob(const CoreLoop& loop, const std::string& id);
+grpc::Status UnknownJob(const CoreLoop& loop, const CoreLoop::Lookup& lookup, const std::string& id);
 
 class AdmissionServiceImpl final : public v1::AdmissionService::CallbackService {
  public:
