@@ -5,15 +5,28 @@
 // for each call. tidegated's mix rate over this one says how much of what the
 // machine allows the broker reaches (bench/run-loadgen.sh with SERVER=echo).
 //
-//   tidegate-echo-server --listen 127.0.0.1:0
+//   tidegate-echo-server --listen 127.0.0.1:0 [--hand-offs 0|1|2] [--commit-us N] [--combine]
+//
+// The flags model how a durable broker must answer, with no decision and no
+// ledger: --hand-offs says how many threads an Admit or Release passes
+// through before its reply is finished, as tidegated's pass through its
+// writer and its responder (2); --commit-us makes each batch of the first
+// of them sleep as a group commit waits for its sync; --combine instead has
+// the handler's own gRPC thread take every queued call, "commit" and finish
+// them (no hand-off). Reads (GetTeam, Ping) are finished at once, as
+// tidegated answers them from its read model.
 //
 // Prints "tidegate-echo-server listening on ADDRESS", the broker's line with
 // its own name, so the same script drives both. Serves until SIGTERM or SIGINT.
 #include <signal.h>
 
+#include <condition_variable>
 #include <cstdio>
 #include <memory>
+#include <mutex>
 #include <string>
+#include <thread>
+#include <vector>
 
 #include "CLI/CLI.hpp"
 #include "grpcpp/grpcpp.h"
@@ -48,12 +61,77 @@ grpc::ServerUnaryReactor* FinishNow(grpc::CallbackServerContext* ctx) {
   return reactor;
 }
 
+// Sleeps as a group commit waits for its sync (--commit-us).
+void Commit(int64_t commit_us) {
+  if (commit_us > 0) std::this_thread::sleep_for(std::chrono::microseconds(commit_us));
+}
+
+// A thread that takes all the calls handed to it at each wake-up and, after
+// `commit_us`, finishes them or hands them on to the next stage.
+class Stage {
+ public:
+  Stage(Stage* next, int64_t commit_us) : next_(next), commit_us_(commit_us), thread_([this] { Run(); }) {}
+  ~Stage() {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      stopping_ = true;
+    }
+    cv_.notify_one();
+    thread_.join();
+  }
+  void Add(const std::vector<grpc::ServerUnaryReactor*>& calls) {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      queue_.insert(queue_.end(), calls.begin(), calls.end());
+    }
+    cv_.notify_one();
+  }
+
+ private:
+  void Run() {
+    std::unique_lock<std::mutex> lock(mu_);
+    while (true) {
+      cv_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
+      if (queue_.empty()) return;
+      std::vector<grpc::ServerUnaryReactor*> batch;
+      batch.swap(queue_);
+      lock.unlock();
+      Commit(commit_us_);
+      if (next_ != nullptr) {
+        next_->Add(batch);
+      } else {
+        for (auto* call : batch) call->Finish(grpc::Status::OK);
+      }
+      lock.lock();
+    }
+  }
+  Stage* next_;
+  int64_t commit_us_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::vector<grpc::ServerUnaryReactor*> queue_;
+  bool stopping_ = false;
+  std::thread thread_;
+};
+
 class Admission final : public v1::AdmissionService::CallbackService {
+ public:
+  // `first` null: finish at once, or combine when `combine`.
+  Admission(Stage* first, bool combine, int64_t commit_us) : first_(first), combine_(combine), commit_us_(commit_us) {}
+
+ private:
+  grpc::ServerUnaryReactor* Decided(grpc::CallbackServerContext* ctx) {
+    if (combine_) return Combined(ctx);
+    if (first_ == nullptr) return FinishNow(ctx);
+    grpc::ServerUnaryReactor* reactor = ctx->DefaultReactor();
+    first_->Add({reactor});
+    return reactor;
+  }
   grpc::ServerUnaryReactor* Admit(grpc::CallbackServerContext* ctx, const v1::AdmitRequest* req,
                                   v1::AdmitResponse* resp) override {
     resp->set_decision(v1::DECISION_ADMITTED);
     DescribeJob(req->job(), v1::JOB_STATE_ADMITTED, resp->mutable_job());
-    return FinishNow(ctx);
+    return Decided(ctx);
   }
   grpc::ServerUnaryReactor* Release(grpc::CallbackServerContext* ctx, const v1::ReleaseRequest* req,
                                     v1::ReleaseResponse* resp) override {
@@ -63,8 +141,35 @@ class Admission final : public v1::AdmissionService::CallbackService {
     spec.set_replicas(1);
     (*spec.mutable_per_replica())["gpu"] = 1;
     DescribeJob(spec, v1::JOB_STATE_ENDED, resp->mutable_job());
-    return FinishNow(ctx);
+    return Decided(ctx);
   }
+  // The handler's thread leads when no other does: it takes every call
+  // queued, "commits" them and finishes them itself; calls arriving
+  // meanwhile wait for the leader's next round.
+  grpc::ServerUnaryReactor* Combined(grpc::CallbackServerContext* ctx) {
+    grpc::ServerUnaryReactor* reactor = ctx->DefaultReactor();
+    std::unique_lock<std::mutex> lock(combine_mu_);
+    combine_queue_.push_back(reactor);
+    if (leading_) return reactor;
+    leading_ = true;
+    while (!combine_queue_.empty()) {
+      std::vector<grpc::ServerUnaryReactor*> batch;
+      batch.swap(combine_queue_);
+      lock.unlock();
+      Commit(commit_us_);
+      for (auto* call : batch) call->Finish(grpc::Status::OK);
+      lock.lock();
+    }
+    leading_ = false;
+    return reactor;
+  }
+
+  Stage* first_;
+  bool combine_;
+  int64_t commit_us_;
+  std::mutex combine_mu_;
+  std::vector<grpc::ServerUnaryReactor*> combine_queue_;
+  bool leading_ = false;
 };
 
 // A leaf team of the load generator's config (bench/loadgen.yaml) as
@@ -108,6 +213,16 @@ int main(int argc, char** argv) {
   std::string listen = "127.0.0.1:0";
   CLI::App app{"tidegate-echo-server: answers the load generator at once, the ceiling of its mix on this machine"};
   app.add_option("--listen", listen, "address to serve (loopback)")->capture_default_str();
+  int hand_offs = 0;
+  app.add_option("--hand-offs", hand_offs, "threads an Admit or Release passes through before it is finished")
+      ->check(CLI::Range(0, 2))
+      ->capture_default_str();
+  int64_t commit_us = 0;
+  app.add_option("--commit-us", commit_us, "microseconds a batch waits, as a group commit for its sync")
+      ->check(CLI::Range(0, 1'000'000));
+  bool combine = false;
+  app.add_flag("--combine", combine, "the handler's own thread commits and finishes the queued calls (no hand-off)")
+      ->excludes("--hand-offs");
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -119,7 +234,11 @@ int main(int argc, char** argv) {
   sigaddset(&stop_signals, SIGTERM);
   sigaddset(&stop_signals, SIGINT);
   pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
-  Admission admission;
+  // The responder finishes; the writer, ahead of it, "commits".
+  std::unique_ptr<Stage> responder =
+      hand_offs >= 1 ? std::make_unique<Stage>(nullptr, hand_offs == 1 ? commit_us : 0) : nullptr;
+  std::unique_ptr<Stage> writer = hand_offs >= 2 ? std::make_unique<Stage>(responder.get(), commit_us) : nullptr;
+  Admission admission(hand_offs >= 2 ? writer.get() : responder.get(), combine, commit_us);
   Quota quota;
   Diagnostics diagnostics;
   grpc::ServerBuilder builder;

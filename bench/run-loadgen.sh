@@ -12,7 +12,9 @@
 # 100000000" to see the rates and p99 without snapshots on the writer).
 # SERVER=echo runs the load generator against bench's echo server instead,
 # which answers every call at once and keeps nothing: the mix's ceiling on
-# this machine, what the same clients reach when the server only pays gRPC.
+# this machine, what the same clients reach when the server only pays gRPC;
+# ECHO_FLAGS="--hand-offs 2" makes it finish Admits and Releases on another
+# thread, two hand-offs away, as tidegated does.
 # SECURE=1 runs the broker as on a network: TLS (deploy/security/issue-certs.sh),
 # a roles file and a bearer token; the load generator is an admin by token.
 set -euo pipefail
@@ -52,7 +54,7 @@ fi
 name=tidegated
 if [ "${SERVER:-tidegated}" = echo ]; then
   name=echo-server
-  build/bin/tidegate-echo-server --listen "$listen" >"$dir/out" 2>"$dir/err" &
+  build/bin/tidegate-echo-server --listen "$listen" ${ECHO_FLAGS:-} >"$dir/out" 2>"$dir/err" &
 else
   "${TIDEGATED:-build/bin/tidegated}" --config "${CONFIG:-bench/loadgen.yaml}" --db "$db" --init --listen "$listen" --sync "${SYNC:-full}" "${secure[@]}" ${BROKER_FLAGS:-} >"$dir/out" 2>"$dir/err" &
 fi
