@@ -173,6 +173,9 @@ std::string BrokerMetrics::Render(const service::ReadModel& model, const LiveFig
   }
   w.Family("tidegate_ledger_writable", Type::kGauge, "1 while ledger commits succeed, 0 while writes are refused.");
   w.Sample("tidegate_ledger_writable", {}, live.ledger_writable ? 1 : 0);
+  w.Family("tidegate_ledger_lost_commits", Type::kGauge,
+           "1 once the ledger was found to end before what was acknowledged; writes stay refused until a restart.");
+  w.Sample("tidegate_ledger_lost_commits", {}, live.ledger_lost_commits ? 1 : 0);
   w.Family("tidegate_writer_alive", Type::kGauge, "1 while the writer thread keeps waking up (at least every tick).");
   w.Sample("tidegate_writer_alive", {}, live.writer_alive ? 1 : 0);
   // A failed capture loses nothing (the journal holds it), but while they

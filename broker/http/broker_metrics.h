@@ -30,6 +30,7 @@ struct LiveFigures {
   int64_t open_streams = 0;                    // WaitAdmission, WatchResizes, agents
   std::vector<std::string> connected_clusters;  // agents said hello
   bool ledger_writable = true;
+  bool ledger_lost_commits = false;            // found behind what was acknowledged
   bool writer_alive = true;
   int64_t watch_requests = 0;                  // web view long polls waiting
   int64_t lease_epoch = 0;                     // PostgreSQL: the lease led under; 0 = SQLite

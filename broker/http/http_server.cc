@@ -267,6 +267,7 @@ class HttpEndpoint final : public service::SideServer {
                                                          : std::vector<std::string>{};
       const HealthInputs health = Health();
       live.ledger_writable = health.ledger.ok();
+      live.ledger_lost_commits = health.ledger.code() == absl::StatusCode::kDataLoss;
       live.writer_alive = Liveness(health).ok;
       live.lease_epoch = parts_.lease_epoch;
       live.snapshot_failures = parts_.loop->SnapshotFailures();

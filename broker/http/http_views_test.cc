@@ -196,6 +196,12 @@ TEST(Metrics, DecisionsCountPerTeamOfTheConfigAndTheQueueAgesFromSubmission) {
   const std::string after = metrics.Render(*model, live);
   EXPECT_THAT(after, HasSubstr("tidegate_decisions_total{type=\"queue\",team=\"red\"} 1\n"));
   EXPECT_THAT(after, HasSubstr("tidegate_commit_failures_total 1\n"));
+  EXPECT_THAT(after, HasSubstr("tidegate_ledger_lost_commits 0\n"));
+  live.ledger_writable = false;
+  live.ledger_lost_commits = true;
+  const std::string lost = metrics.Render(*model, live);
+  EXPECT_THAT(lost, HasSubstr("tidegate_ledger_writable 0\n"));
+  EXPECT_THAT(lost, HasSubstr("tidegate_ledger_lost_commits 1\n"));
 }
 
 }  // namespace

@@ -320,12 +320,14 @@ TEST_F(HttpEndToEnd, ReadyzTurnsUnreadyWhileTheLedgerIsReadOnlyAndReadyAfter) {
   res = Get("/healthz");
   const int live_status = res ? res->status : -1;
   const double writable = Metric("tidegate_ledger_writable");
+  const double lost = Metric("tidegate_ledger_lost_commits");
   ASSERT_TRUE(chattr("-i"));
   EXPECT_EQ(refused.error_code(), grpc::StatusCode::UNAVAILABLE) << refused.error_message();
   EXPECT_EQ(unready_status, 503);
   EXPECT_THAT(unready_body, HasSubstr("the ledger cannot be written"));
   EXPECT_EQ(live_status, 200);  // the writer lives: a restart would not help
   EXPECT_EQ(writable, 0);
+  EXPECT_EQ(lost, 0);  // a read-only ledger refuses writes but lost nothing
   EXPECT_TRUE(testing::Eventually([] {
     auto again = Get("/readyz");
     return again && again->status == 200;
