@@ -2,8 +2,8 @@
 // for the commit-failure path of the real CoreLoop and the services over it.
 //
 // Threading: Fail/FailReads/Heal/MirrorTo/StopMirroring/FailOverOnNextCommit/
-// commits/recoveries/held_rows from any thread; Commit and reads from the store's one
-// thread.
+// commits/recoveries/held_rows from any thread; Commit and reads from the
+// store's one thread.
 #ifndef TIDEGATE_BROKER_SERVICE_FAILING_STORE_FOR_TESTS_H_
 #define TIDEGATE_BROKER_SERVICE_FAILING_STORE_FOR_TESTS_H_
 
@@ -26,7 +26,7 @@ class FailingStore : public ledger::ForwardingStore {
     {
       absl::MutexLock lock(&mu_);
       held_rows_ = static_cast<int>(batch.usage.size() + batch.loans.size());
-      if (fail_over_) {
+      if (fail_over_ && replica_ != nullptr) {
         fail_over_ = false;
         set_target(replica_);
         replica_ = nullptr;
@@ -68,9 +68,9 @@ class FailingStore : public ledger::ForwardingStore {
     absl::MutexLock lock(&mu_);
     mirroring_ = false;
   }
-  // The next commit fails, and from then on the store is the replica: a
-  // database failed over to a replica that missed the commits since
-  // StopMirroring.
+  // The next commit fails, and from then on the store is the replica given
+  // to MirrorTo: a database failed over to a replica that missed the
+  // commits since StopMirroring.
   void FailOverOnNextCommit() {
     absl::MutexLock lock(&mu_);
     fail_over_ = true;
