@@ -100,9 +100,8 @@ class CoreLoopFaultTest : public ::testing::Test {
     return fake_clock_;
   }
 
-  // Reopens on a new ledger whose commits a replica copies until the test
-  // says StopMirroring.
-  // Runs on the fake clock.
+  // Reopens, on the fake clock, on a new ledger whose commits a replica
+  // copies until the test says StopMirroring.
   FakeClock& OpenWithReplica(int64_t retry_ms) {
     loop_.reset();
     memory_ = ledger::NewMemoryStore();
