@@ -1,9 +1,10 @@
 // tidegate-echo-server: answers the load generator's calls (Admit, Release,
-// GetTeam, Ping) at once, with replies shaped like tidegated's, and keeps
-// nothing. It is the ceiling of the load generator's mix on this machine:
-// the rate the same clients reach when the server costs only gRPC's own work
-// for each call. tidegated's mix rate over this one says how much of what the
-// machine allows the broker reaches (bench/run-loadgen.sh with SERVER=echo).
+// GetTeam, Ping), by default at once, with replies shaped like tidegated's,
+// and keeps nothing. Answering at once, it is the ceiling of the load
+// generator's mix on this machine: the rate the same clients reach when the
+// server costs only gRPC's own work for each call. tidegated's mix rate over
+// this one says how much of what the machine allows the broker reaches
+// (bench/run-loadgen.sh with SERVER=echo).
 //
 //   tidegate-echo-server --listen 127.0.0.1:0 [--hand-offs 0|1|2] [--commit-us N] [--combine]
 //
@@ -211,15 +212,16 @@ class Diagnostics final : public v1::DiagnosticsService::CallbackService {
 
 int main(int argc, char** argv) {
   std::string listen = "127.0.0.1:0";
-  CLI::App app{"tidegate-echo-server: answers the load generator at once, the ceiling of its mix on this machine"};
+  CLI::App app{"tidegate-echo-server: answers the load generator, at once (the ceiling of its mix on this machine)\n"
+               "or as a durable broker must (--hand-offs, --commit-us, --combine)"};
   app.add_option("--listen", listen, "address to serve (loopback)")->capture_default_str();
   int hand_offs = 0;
   app.add_option("--hand-offs", hand_offs, "threads an Admit or Release passes through before it is finished")
       ->check(CLI::Range(0, 2))
       ->capture_default_str();
   int64_t commit_us = 0;
-  app.add_option("--commit-us", commit_us, "microseconds a batch waits, as a group commit for its sync")
-      ->check(CLI::Range(0, 1'000'000));
+  CLI::Option* commit = app.add_option("--commit-us", commit_us, "microseconds a batch waits, as a group commit for its sync")
+                            ->check(CLI::Range(0, 1'000'000));
   bool combine = false;
   app.add_flag("--combine", combine, "the handler's own thread commits and finishes the queued calls (no hand-off)")
       ->excludes("--hand-offs");
@@ -227,6 +229,11 @@ int main(int argc, char** argv) {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     return app.exit(e) == 0 ? 0 : 2;
+  }
+  if (commit->count() > 0 && hand_offs == 0 && !combine) {
+    std::fprintf(stderr, "--commit-us %lld: needs --hand-offs 1 or 2, or --combine (answered at once, there is no batch)\n",
+                 static_cast<long long>(commit_us));
+    return 2;
   }
   // SIGTERM and SIGINT wait for sigwait below; gRPC's threads inherit the mask.
   sigset_t stop_signals;

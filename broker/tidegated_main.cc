@@ -9,7 +9,8 @@
 int main(int argc, char** argv) {
   tidegate::service::ServerOptions options;
   CLI::App app{"tidegated: the Tidegate GPU quota broker.\n"
-               "Exit codes: 0 clean shutdown (SIGTERM/SIGINT), 1 ledger or port unavailable, 2 bad flags or config."};
+               "Exit codes: 0 clean shutdown (SIGTERM/SIGINT), 1 ledger or port unavailable, or the ledger\n"
+               "lost acknowledged commits while serving (docs/operations.md), 2 bad flags or config."};
   app.add_option("--config", options.config_path, "broker config (YAML, tidegate.v1.Config)")->required();
   app.add_option("--db", options.db_path,
                  "SQLite ledger file (must exist unless --init), or a PostgreSQL ledger shared by several\n"

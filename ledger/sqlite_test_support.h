@@ -38,7 +38,10 @@ class TempDir {
 // shell, or a disk error, could do behind the store's back.
 class RawDb {
  public:
-  explicit RawDb(const std::string& path) { sqlite3_open(path.c_str(), &db_); }
+  explicit RawDb(const std::string& path) {
+    sqlite3_open(path.c_str(), &db_);
+    sqlite3_busy_timeout(db_, 10'000);  // beside a running broker's commits
+  }
   ~RawDb() { sqlite3_close(db_); }
   absl::Status Exec(const std::string& sql) {
     char* error = nullptr;

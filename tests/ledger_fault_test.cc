@@ -21,6 +21,7 @@
 #include "grpcpp/impl/codegen/client_unary_call.h"
 #include "gtest/gtest.h"
 #include "ledger/acked_seq.h"
+#include "ledger/sqlite_test_support.h"
 #include "tests/support/server_process.h"
 #include "tidegate/v1/service.grpc.pb.h"
 
@@ -409,23 +410,6 @@ TEST_F(LedgerFaultTest, ADeletedWalIsDetectedRatherThanLosingAcknowledgedWork) {
   EXPECT_THAT(out, HasSubstr("was acknowledged"));
 }
 
-}  // namespace
-// Runs `sql` on the ledger through a connection of its own, beside the
-// broker's, and returns the first column of the first row (0 without one).
-int64_t RunSql(const std::string& db, const std::string& sql) {
-  sqlite3* raw = nullptr;
-  EXPECT_EQ(sqlite3_open(db.c_str(), &raw), SQLITE_OK);
-  std::unique_ptr<sqlite3, int (*)(sqlite3*)> conn(raw, sqlite3_close);
-  sqlite3_busy_timeout(raw, 10'000);
-  sqlite3_stmt* stmt = nullptr;
-  EXPECT_EQ(sqlite3_prepare_v2(raw, sql.c_str(), -1, &stmt, nullptr), SQLITE_OK) << sqlite3_errmsg(raw);
-  const int step = sqlite3_step(stmt);
-  EXPECT_TRUE(step == SQLITE_ROW || step == SQLITE_DONE) << sqlite3_errmsg(raw);
-  const int64_t value = step == SQLITE_ROW ? sqlite3_column_int64(stmt, 0) : 0;
-  sqlite3_finalize(stmt);
-  return value;
-}
-
 // Acknowledged commits vanish from under a running broker, as when a
 // database fails over to a replica that missed them: the next commit finds
 // the journal short, and the broker refuses every write from then on rather
@@ -437,8 +421,9 @@ TEST_F(LedgerFaultTest, ALedgerThatLostAcknowledgedCommitsIsNeverWrittenOnAgain)
   auto channel = broker.Channel();
   ASSERT_TRUE(Admit(channel, "kept").ok());
   ASSERT_TRUE(Admit(channel, "lost").ok());
-  RunSql(db_, "DELETE FROM journal WHERE seq = (SELECT max(seq) FROM journal)");
-  const int64_t journal_end = RunSql(db_, "SELECT max(seq) FROM journal");
+  ledger::RawDb raw(db_);  // a connection of its own, beside the broker's
+  ASSERT_TRUE(raw.Exec("DELETE FROM journal WHERE seq = (SELECT max(seq) FROM journal)").ok());
+  const std::string journal_end = raw.Query("SELECT max(seq) FROM journal");
 
   const grpc::Status refused = Admit(channel, "after");
   EXPECT_EQ(refused.error_code(), grpc::StatusCode::UNAVAILABLE);
@@ -449,9 +434,10 @@ TEST_F(LedgerFaultTest, ALedgerThatLostAcknowledgedCommitsIsNeverWrittenOnAgain)
   channel.reset();  // an open client channel holds up the shutdown by seconds
   EXPECT_EQ(broker.Terminate(), 1) << broker.Stderr();
   EXPECT_THAT(broker.Stderr(), HasSubstr("stopped without writing to the ledger"));
-  EXPECT_EQ(RunSql(db_, "SELECT max(seq) FROM journal"), journal_end);
-  EXPECT_EQ(RunSql(db_, "SELECT count(*) FROM snapshots WHERE seq > " + std::to_string(journal_end)), 0)
+  EXPECT_EQ(raw.Query("SELECT max(seq) FROM journal"), journal_end);
+  EXPECT_EQ(raw.Query("SELECT count(*) FROM snapshots WHERE seq > " + journal_end), "0")
       << "no snapshot was written at the stop";
 }
 
+}  // namespace
 }  // namespace tidegate

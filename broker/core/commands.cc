@@ -263,34 +263,40 @@ void Decider::Reconfigure(const v1::Config& next, bool same_tide_rules) {
       return;
     }
   }
-  // Every job's team must stay a leaf and its cluster must stay. The job
-  // named is the least id among those in the way, not the first in the
+  // Every job's team must stay a leaf and its cluster must stay. The refusal
+  // is about the least job id among those in the way, not the first in the
   // index's hash order, so the same refusal reads the same on every run.
   std::string refused;
   const std::string* refused_job = nullptr;
-  auto refuse = [&](const std::string& job, std::string why) {
+  auto refuse = [&](const std::string& job, auto why) {
     if (refused_job != nullptr && *refused_job <= job) return;
     refused_job = &job;
-    refused = std::move(why);
+    refused = why();
   };
   s_.ForEachJob([&](int j) {
     const Job& job = s_.job(j);
     auto team = compiled->node_index.find(s_.node(job.team).name);
     if (team == compiled->node_index.end() || !compiled->nodes[team->second].leaf) {
-      refuse(job.id, absl::StrCat("config: team '", s_.node(job.team).name, "' has job '", job.id,
-                                  "' and must stay a leaf team"));
+      refuse(job.id, [&] {
+        return absl::StrCat("config: team '", s_.node(job.team).name, "' has job '", job.id,
+                            "' and must stay a leaf team");
+      });
       return;
     }
     for (const auto& hold : job.holds) {
       auto held = compiled->node_index.find(s_.node(hold.leaf).name);
       if (held == compiled->node_index.end() || !compiled->nodes[held->second].leaf) {
-        refuse(job.id, absl::StrCat("config: team '", s_.node(hold.leaf).name, "' holds capacity and must stay a leaf team"));
+        refuse(job.id, [&] {
+          return absl::StrCat("config: team '", s_.node(hold.leaf).name, "' holds capacity and must stay a leaf team");
+        });
         return;
       }
     }
     if (!compiled->cluster_index.contains(s_.config().clusters[job.cluster].name)) {
-      refuse(job.id, absl::StrCat("config: cluster '", s_.config().clusters[job.cluster].name, "' has job '", job.id,
-                                  "' and must stay"));
+      refuse(job.id, [&] {
+        return absl::StrCat("config: cluster '", s_.config().clusters[job.cluster].name, "' has job '", job.id,
+                            "' and must stay");
+      });
     }
   });
   if (!refused.empty()) {

@@ -17,10 +17,10 @@ grpc::Status ToGrpc(const absl::Status& s) {
   return grpc::Status(static_cast<grpc::StatusCode>(s.code()), std::string(s.message()));
 }
 
-grpc::Status UnknownJob(const CoreLoop& loop, const CoreLoop::Lookup& lookup, const std::string& id) {
+grpc::Status UnknownJob(const CoreLoop::Lookup& lookup, const std::string& id) {
   if (lookup.outcome_unknown) {
     return grpc::Status(grpc::StatusCode::UNAVAILABLE,
-                        absl::StrCat(loop.LedgerHealth().message(), "; whether job '", id,
+                        absl::StrCat(lookup.ledger_health.message(), "; whether job '", id,
                                      "' is known cannot be told until the ledger can be read, retry later"));
   }
   return grpc::Status(grpc::StatusCode::NOT_FOUND, absl::StrCat("job '", id, "' is not known"));
@@ -187,7 +187,7 @@ grpc::ServerUnaryReactor* AdmissionServiceImpl::Release(grpc::CallbackServerCont
       reactor->Finish(grpc::Status::OK);
       return reactor;
     }
-  } else if (grpc::Status unknown = UnknownJob(*loop_, lookup, id); unknown.error_code() != grpc::StatusCode::NOT_FOUND) {
+  } else if (grpc::Status unknown = UnknownJob(lookup, id); unknown.error_code() != grpc::StatusCode::NOT_FOUND) {
     reactor->Finish(unknown);
     return reactor;
   } else if (auto rejected = rejections_.Find(id, model->now_ms())) {
@@ -216,7 +216,7 @@ grpc::ServerUnaryReactor* AdmissionServiceImpl::ReportCheckpoint(grpc::CallbackS
   const CoreLoop::Lookup lookup = loop_->PublishedForLookup();
   const JobRecord* known = lookup.model->FindRecord(id);
   if (!known) {
-    reactor->Finish(UnknownJob(*loop_, lookup, id));
+    reactor->Finish(UnknownJob(lookup, id));
     return reactor;
   }
   // A late report of an ended job changes nothing.
@@ -316,7 +316,7 @@ grpc::ServerUnaryReactor* AdmissionServiceImpl::GetJob(grpc::CallbackServerConte
       reactor->Finish(grpc::Status::OK);
       return reactor;
     }
-    reactor->Finish(UnknownJob(*loop_, lookup, req->job()));
+    reactor->Finish(UnknownJob(lookup, req->job()));
     return reactor;
   }
   FillJob(*model, req->job(), resp, /*with_position=*/true);
@@ -349,7 +349,7 @@ class AdmissionServiceImpl::Waiter : public QueuedWriter<v1::WaitAdmissionRespon
     auto j = model->FindJobAny(job_);
     if (!j) {
       if (!sent_any_) {
-        Done(UnknownJob(*svc_->loop_, lookup, job_));
+        Done(UnknownJob(lookup, job_));
       } else {
         FinishAfterWrites();  // it ended (or was released) meanwhile.
       }

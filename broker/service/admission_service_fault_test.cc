@@ -169,6 +169,7 @@ TEST_F(AdmissionServiceFaultTest, ReadsOfAJobWhoseAdmitHasAnUnknownOutcomeWaitFo
 // as acknowledged, so a job of the refused Admit is known not to exist.
 TEST_F(AdmissionServiceFaultTest, AJobOfAnAdmitRefusedBeforeAnyWriteIsNotFound) {
   store_->Fail(absl::ResourceExhaustedError("database or disk is full"));
+  store_->FailReads();  // so the answer rests on the error alone, not on a reload
   v1::AdmitResponse refused;
   EXPECT_EQ(Admit("b1", "blue", 2, &refused).error_code(), grpc::StatusCode::UNAVAILABLE);
   v1::GetJobRequest request;

@@ -28,7 +28,7 @@ grpc::Status Unauthenticated(const std::string& why) {
 
 // A job's team and cluster from the published model (live or retained) or
 // the recent rejections; only the id when the job is unknown (the service
-// then answers NOT_FOUND to whoever may ask about that id).
+// then answers NOT_FOUND, or UnknownJob's UNAVAILABLE, to whoever may ask).
 CallScope LookedUpJobScope(CoreLoop* loop, const AdmissionServiceImpl* admission, const std::string& job) {
   CallScope scope;
   scope.job = job;

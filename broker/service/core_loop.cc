@@ -235,7 +235,7 @@ std::shared_ptr<const ReadModel> CoreLoop::Published() const {
 
 CoreLoop::Lookup CoreLoop::PublishedForLookup() const {
   const bool outcome_unknown = commit_outcome_unknown_.load(std::memory_order_acquire);
-  return Lookup{Published(), outcome_unknown};
+  return Lookup{Published(), outcome_unknown, outcome_unknown ? LedgerHealth() : absl::OkStatus()};
 }
 
 bool CoreLoop::TickDue(core::Time now) const {
@@ -293,7 +293,11 @@ void CoreLoop::Run() {
     WriteSnapshotPartAlone();  // when no batch carried one
     if (stop) break;
   }
-  if (auto s = Snapshot(); !s.ok()) spdlog::error("ledger: final snapshot failed: {}", s.ToString());
+  if (ledger_lost_) {
+    spdlog::warn("ledger: no final snapshot: the ledger lost acknowledged commits");
+  } else if (auto s = Snapshot(); !s.ok()) {
+    spdlog::error("ledger: final snapshot failed: {}", s.ToString());
+  }
   last_wake_ms_.store(0, std::memory_order_relaxed);
 }
 

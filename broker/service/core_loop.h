@@ -146,7 +146,8 @@ class CoreLoop {
   // its snapshot, so O(state)) and neither journalled nor kept: `done` gets
   // the events the real command would cause now. For dry runs.
   void DryRun(internal::v1::Command command, Done done);
-  // Finishes what is queued, writes a snapshot, stops the thread.
+  // Finishes what is queued, writes a snapshot (none when the ledger lost
+  // acknowledged commits), stops the thread.
   void Stop();
 
   std::shared_ptr<const ReadModel> Published() const;
@@ -166,6 +167,7 @@ class CoreLoop {
   struct Lookup {
     std::shared_ptr<const ReadModel> model;
     bool outcome_unknown = false;
+    absl::Status ledger_health;  // why, when outcome_unknown
   };
   Lookup PublishedForLookup() const;
   // Runs on the loop thread whenever LedgerHealth() changes (e.g. to report

@@ -456,8 +456,9 @@ TEST_F(CoreLoopFaultTest, ALedgerThatLostAcknowledgedCommitsIsNeverWrittenOn) {
     if (!woke) std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
   EXPECT_TRUE(woke);
-  loop_->Stop();  // no snapshot at stop either
+  loop_->Stop();  // no snapshot at stop either, nor a reload for one
   EXPECT_EQ(store_->commits(), commits);
+  EXPECT_EQ(store_->recoveries(), recoveries);
   EXPECT_EQ(*replica_->LastSeq(), replica_seq);
 }
 

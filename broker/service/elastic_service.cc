@@ -28,7 +28,7 @@ class ElasticServiceImpl::Watcher : public QueuedWriter<v1::ResizeRequest> {
     auto j = model->FindJob(job_);
     if (!j) {
       if (!checked_) {
-        Done(UnknownJob(*svc_->loop_, lookup, job_));
+        Done(UnknownJob(lookup, job_));
       } else {
         FinishAfterWrites();  // it ended: nothing more will come.
       }
@@ -70,7 +70,7 @@ grpc::ServerUnaryReactor* ElasticServiceImpl::AckResize(grpc::CallbackServerCont
   const ReadModel* model = lookup.model.get();
   auto j = model->FindJob(id);
   if (!j) {
-    reactor->Finish(UnknownJob(*loop_, lookup, id));
+    reactor->Finish(UnknownJob(lookup, id));
     return reactor;
   }
   if (j->spec().elastic().max() == 0) {

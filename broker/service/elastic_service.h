@@ -21,7 +21,8 @@ class ElasticServiceImpl final : public v1::ElasticService::CallbackService {
 
   // Streams the job's pending request at once (a reconnecting subscriber
   // catches up), then every new one, until the job ends. NOT_FOUND for an
-  // unknown job, FAILED_PRECONDITION for a rigid one.
+  // unknown job (UNAVAILABLE while a failed commit's outcome is unknown:
+  // UnknownJob in services.h), FAILED_PRECONDITION for a rigid one.
   grpc::ServerWriteReactor<v1::ResizeRequest>* WatchResizes(grpc::CallbackServerContext* ctx,
                                                            const v1::WatchResizesRequest* req) override;
   // FAILED_PRECONDITION for a stale epoch (or no request pending),

@@ -213,11 +213,11 @@ int RunServer(const ServerOptions& options, const SideServerFactory& side, const
   security->authenticator->WaitUntilQuiet(std::chrono::milliseconds(200), std::chrono::seconds(2));
   // Calls in flight finish, since the loop still runs.
   server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(10));
-  (*loop)->Stop();  // drains the queue, writes a snapshot.
+  (*loop)->Stop();  // drains the queue, writes a snapshot (none after lost commits).
   side_server.reset();
-  if (absl::Status health = (*loop)->LedgerHealth(); health.code() == absl::StatusCode::kDataLoss) {
+  if (absl::Status ledger = (*loop)->LedgerHealth(); ledger.code() == absl::StatusCode::kDataLoss) {
     // The operator must see that this stop wrote nothing and why.
-    spdlog::error("stopped without writing to the ledger: {}", std::string(health.message()));
+    spdlog::error("stopped without writing to the ledger: {}", std::string(ledger.message()));
     return 1;
   }
   spdlog::info("stopped cleanly at seq {}", (*loop)->last_seq());

@@ -1,6 +1,7 @@
 // tidegated: the broker process. Loads the config, opens the ledger, recovers
 // the core, serves gRPC until SIGTERM/SIGINT, then stops accepting, finishes
-// what is in flight, writes a snapshot and exits 0.
+// what is in flight, writes a snapshot and exits 0 (1, writing nothing, when
+// the ledger was found to have lost acknowledged commits).
 #ifndef TIDEGATE_BROKER_SERVICE_SERVER_H_
 #define TIDEGATE_BROKER_SERVICE_SERVER_H_
 
@@ -94,7 +95,8 @@ bool IsLoopbackListen(const std::string& listen);
 
 // Exit codes: 0 after a clean shutdown, 2 bad config or flags, 1 when the
 // ledger or the listening port cannot be opened (the ledger missing or empty
-// without --init, locked by another broker, read-only, damaged).
+// without --init, locked by another broker, read-only, damaged) or when it
+// was found, while serving, to have lost acknowledged commits.
 // `side`, when set, is started as above; `standby_side` while a standby.
 int RunServer(const ServerOptions& options, const SideServerFactory& side = nullptr,
               const StandbySideFactory& standby_side = nullptr);

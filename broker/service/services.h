@@ -32,7 +32,7 @@ grpc::Status CheckStreamRequestSize(const google::protobuf::Message& request, co
 // UNAVAILABLE while a failed commit's outcome is unknown, since the ledger
 // may hold the job all the same (its Admit failed after the server committed
 // it) and "not found" would let a client forget a job that may run.
-grpc::Status UnknownJob(const CoreLoop& loop, const CoreLoop::Lookup& lookup, const std::string& id);
+grpc::Status UnknownJob(const CoreLoop::Lookup& lookup, const std::string& id);
 
 class AdmissionServiceImpl final : public v1::AdmissionService::CallbackService {
  public:
