@@ -293,11 +293,7 @@ void CoreLoop::Run() {
     WriteSnapshotPartAlone();  // when no batch carried one
     if (stop) break;
   }
-  if (ledger_lost_) {
-    spdlog::warn("ledger: no final snapshot: the ledger lost acknowledged commits");
-  } else if (auto s = Snapshot(); !s.ok()) {
-    spdlog::error("ledger: final snapshot failed: {}", s.ToString());
-  }
+  if (auto s = Snapshot(); !s.ok()) spdlog::error("ledger: final snapshot failed: {}", s.ToString());
   last_wake_ms_.store(0, std::memory_order_relaxed);
 }
 

@@ -247,6 +247,8 @@ class CoreLoop {
   void Refuse(std::vector<Pending> batch, bool surely_unwritten = true);
   // Submit and DryRun: the same size limit, field scrubbing and queue bound.
   void Enqueue(internal::v1::Command command, Done done, bool dry_run);
+  // The final snapshot at a stop, with the usage rows refused batches left
+  // held; none (OK) on a ledger that lost acknowledged commits.
   absl::Status Snapshot();
   // Periodic snapshots (core_loop_snapshot.cc), all on the loop thread:
   // the parts (and at the end the row) of a captured snapshot, added to a
@@ -301,11 +303,10 @@ class CoreLoop {
   bool core_dirty_ = false;
   core::Time retry_commit_at_ = 0;
   // The refused batch, until a reload tells whether the ledger holds it all
-  // the same: when it was refused (the accountant observed its state then),
-  // its last journal seq, and its jobs (woken if it was applied).
+  // the same: when it was refused (the accountant observed its state then)
+  // and its jobs (woken if it was applied).
   struct Refused {
     core::Time at = 0;
-    int64_t last_seq = 0;
     std::vector<std::string> jobs;
   };
   std::optional<Refused> refused_;

@@ -212,7 +212,7 @@ void CoreLoop::CommitFailed(const absl::Status& failure, std::vector<Pending> ba
   SetLedgerHealth(absl::UnavailableError(absl::StrCat("the ledger cannot be written: ", failure.message())));
   retry_commit_at_ = clock_->NowMs() + options_.retry_commit_after_ms;
   core_dirty_ = true;
-  refused_ = Refused{now, seq_, touched};  // seq_ is the batch's last entry
+  refused_ = Refused{now, touched};
   // Disk full and read-only fail before anything is written; another I/O
   // error may fail after the WAL holds the batch, so it may be in force.
   const bool surely_unwritten = failure.code() == absl::StatusCode::kResourceExhausted ||
@@ -258,12 +258,10 @@ bool CoreLoop::ReloadCore() {
   if (const int64_t acknowledged = Published()->seq(); seq_ != acknowledged) {
     spdlog::warn("ledger: the failed commit was applied (seq {} in the ledger, {} acknowledged); publishing it",
                  seq_, acknowledged);
-    if (seq_ >= refused_->last_seq) {
-      // The usage rows it carried were written with it: held for the next
-      // commit, they would be added twice.
-      unwritten_usage_.clear();
-      unwritten_loans_.clear();
-    }
+    // A batch commits whole, so the ledger ahead holds all of it, usage rows
+    // too: held for the next commit, they would be added twice.
+    unwritten_usage_.clear();
+    unwritten_loans_.clear();
     auto model = ReadModel::Build(*broker_, seq_);
     {
       absl::MutexLock lock(&mu_);
@@ -299,7 +297,10 @@ std::vector<core::Event> CoreLoop::DryRunEvents(const internal::v1::Command& com
 
 absl::Status CoreLoop::Snapshot() {
   AbandonSnapshot("");  // this one, written at once, supersedes one in progress
-  if (ledger_lost_) return LedgerHealth();  // nothing may be written on an older ledger
+  if (ledger_lost_) {  // nothing may be written on an older ledger
+    spdlog::warn("ledger: no final snapshot: the ledger lost acknowledged commits");
+    return absl::OkStatus();
+  }
   // A core holding a refused batch must never reach the ledger.
   if (core_dirty_ && !ReloadCore()) return absl::UnavailableError("the core could not be reloaded");
   // The ledger may hold a snapshot of this very state (a periodic one that

@@ -109,6 +109,16 @@ class CoreLoopFaultTest : public ::testing::Test {
     return OpenOnFakeClock(retry_ms);
   }
 
+  // A minute on, a refused batch carries the usage of that minute, and the
+  // loop stops before any commit succeeds.
+  void RefuseAMinuteOfUsageThenStop(FakeClock& fake) {
+    fake.Advance(60'000);
+    store_->Fail(absl::ResourceExhaustedError("database or disk is full"));
+    EXPECT_FALSE(Run(Submit("k", "blue", 1)).ok());
+    store_->Heal();
+    loop_->Stop();
+  }
+
   absl::StatusOr<Applied> Run(internal::v1::Command command) {
     std::promise<absl::StatusOr<Applied>> answer;
     loop_->Submit(std::move(command), [&](absl::StatusOr<Applied> a) { answer.set_value(std::move(a)); });
@@ -324,11 +334,7 @@ TEST_F(CoreLoopFaultTest, ARefusedAdmissionAccruesNoUsageWhileTheLedgerCannotBeR
 TEST_F(CoreLoopFaultTest, UsageHeldForARefusedBatchIsWrittenAtStop) {
   FakeClock& fake = OpenOnFakeClock(/*retry_ms=*/60'000);
   ASSERT_TRUE(Run(Submit("j1", "red", 2)).ok());
-  fake.Advance(60'000);
-  store_->Fail(absl::ResourceExhaustedError("database or disk is full"));
-  EXPECT_FALSE(Run(Submit("k", "blue", 1)).ok());  // carries j1's minute
-  store_->Heal();
-  loop_->Stop();
+  RefuseAMinuteOfUsageThenStop(fake);
   EXPECT_DOUBLE_EQ(UsedSeconds("red"), 2.0 * 60) << "j1's 2 GPUs for 60 s";
 }
 
@@ -347,11 +353,7 @@ TEST_F(CoreLoopFaultTest, UsageHeldForARefusedBatchIsWrittenAtStopAfterAnIdleSna
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
   }
   ASSERT_EQ(memory_->LatestSnapshot().value()->seq, seq) << "the periodic snapshot did not finish";
-  fake.Advance(60'000);
-  store_->Fail(absl::ResourceExhaustedError("database or disk is full"));
-  EXPECT_FALSE(Run(Submit("k", "blue", 1)).ok());  // carries j1's minute
-  store_->Heal();
-  loop_->Stop();
+  RefuseAMinuteOfUsageThenStop(fake);
   EXPECT_DOUBLE_EQ(UsedSeconds("red"), 2.0 * 60) << "j1's 2 GPUs for 60 s";
 }
 
