@@ -22,6 +22,9 @@ int main(int argc, char** argv) {
                  "PostgreSQL ledger: the leader's lease; a standby takes over at most this long after the leader stopped")
       ->check(CLI::Range(int64_t{100}, int64_t{600000}))
       ->capture_default_str();
+  app.add_option("--acked-file", options.acked_file,
+                 "PostgreSQL ledger: this broker's record of the highest seq it saw committed, on storage that\n"
+                 "outlives the process; taking the lease over a journal that ends before it is refused (exit 1)");
   app.add_flag("--init", options.init,
                "create the ledger if --db is missing or empty (without it, tidegated refuses to start\n"
                "rather than replace a lost ledger with a new one); an existing ledger opens as usual");

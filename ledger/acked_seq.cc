@@ -53,7 +53,10 @@ std::string AckedSeqPath(const std::string& ledger_path) {
 }
 
 absl::StatusOr<std::optional<int64_t>> ReadAckedSeq(const std::string& ledger_path) {
-  const std::string path = AckedSeqPath(ledger_path);
+  return ReadAckedSeqAt(AckedSeqPath(ledger_path));
+}
+
+absl::StatusOr<std::optional<int64_t>> ReadAckedSeqAt(const std::string& path) {
   const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) {
     if (errno == ENOENT) return std::nullopt;
@@ -81,13 +84,16 @@ std::string JournalBehindRecord(const std::string& ledger_path, int64_t last_seq
 }
 
 absl::StatusOr<AckedSeqFile> AckedSeqFile::Open(const std::string& ledger_path, bool sync, bool reset) {
+  return OpenAt(AckedSeqPath(ledger_path), sync, reset);
+}
+
+absl::StatusOr<AckedSeqFile> AckedSeqFile::OpenAt(const std::string& path, bool sync, bool reset) {
   std::optional<int64_t> existing;
   if (!reset) {
-    absl::StatusOr<std::optional<int64_t>> read = ReadAckedSeq(ledger_path);
+    absl::StatusOr<std::optional<int64_t>> read = ReadAckedSeqAt(path);
     if (!read.ok()) return read.status();
     existing = *read;
   }
-  const std::string path = AckedSeqPath(ledger_path);
   const int fd = open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
   if (fd < 0) return Errno(path, "open");
   AckedSeqFile file(fd, sync, 0);

@@ -49,6 +49,10 @@ std::string AckedSeqPath(const std::string& ledger_path);
 
 // The recorded seq; nullopt when there is no record (or no intact slot).
 absl::StatusOr<std::optional<int64_t>> ReadAckedSeq(const std::string& ledger_path);
+// The same for a record at `record_path` itself: a broker on a PostgreSQL
+// ledger keeps one of its own (tidegated --acked-file), as the database has
+// no file to sit beside.
+absl::StatusOr<std::optional<int64_t>> ReadAckedSeqAt(const std::string& record_path);
 
 // The message for a journal that ends before the record, naming both seqs
 // and the files involved.
@@ -62,6 +66,8 @@ class AckedSeqFile {
   // record left by an earlier ledger at this path no longer applies).
   // `sync`: fdatasync after each Record.
   static absl::StatusOr<AckedSeqFile> Open(const std::string& ledger_path, bool sync, bool reset);
+  // The same for a record at `record_path` itself (ReadAckedSeqAt).
+  static absl::StatusOr<AckedSeqFile> OpenAt(const std::string& record_path, bool sync, bool reset);
   AckedSeqFile(AckedSeqFile&& other) noexcept;
   AckedSeqFile& operator=(AckedSeqFile&&) = delete;
   AckedSeqFile(const AckedSeqFile&) = delete;

@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "ledger/acked_seq.h"
 #include "ledger/batch_rules.h"
 #include "ledger/journal_damage.h"
 #include "ledger/postgres_conn.h"
@@ -279,6 +280,22 @@ std::string SessionSql(const PostgresOptions& options) {
   return sql;
 }
 
+// A journal that ends before the seq this broker recorded lost
+// acknowledged commits: refuse it rather than serve the older state.
+absl::Status CheckAgainstRecord(Store& store, const std::string& name, const std::string& record_path) {
+  absl::StatusOr<std::optional<int64_t>> recorded = ReadAckedSeqAt(record_path);
+  if (!recorded.ok()) return recorded.status();
+  if (!recorded->has_value()) return absl::OkStatus();
+  absl::StatusOr<int64_t> last = store.LastSeq();
+  if (!last.ok()) return last.status();
+  if (*last >= **recorded) return absl::OkStatus();
+  return absl::DataLossError(absl::StrCat(
+      "PostgreSQL ledger ", name, ": the journal ends at seq ", *last, " but this broker saw seq ", **recorded,
+      " committed (", record_path, "): acknowledged commits are missing (did the database fail over to a replica "
+      "that missed them, or was it restored from a backup?). Restore them; to accept the loss, remove ", record_path,
+      " on every broker that has one (tidegated --acked-file)"));
+}
+
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<Store>> OpenPostgresStore(const std::string& conninfo, const PostgresOptions& options) {
@@ -299,7 +316,15 @@ absl::StatusOr<std::unique_ptr<Store>> OpenPostgresStore(const std::string& conn
     }
     TIDEGATE_RETURN_IF_ERROR(MigratePostgresSchema(**db));
   }
-  return std::unique_ptr<Store>(std::make_unique<PostgresStore>(*std::move(db), options));
+  const std::string name = (*db)->name();
+  auto store = std::make_unique<PostgresStore>(*std::move(db), options);
+  if (!options.read_only && !options.acked_record_path.empty()) {
+    TIDEGATE_RETURN_IF_ERROR(CheckAgainstRecord(*store, name, options.acked_record_path));
+    absl::StatusOr<AckedSeqFile> record = AckedSeqFile::OpenAt(options.acked_record_path, /*sync=*/true, /*reset=*/false);
+    if (!record.ok()) return record.status();
+    store->RecordAckedSeqIn(*std::move(record));
+  }
+  return std::unique_ptr<Store>(std::move(store));
 }
 
 absl::StatusOr<std::vector<std::pair<int64_t, int64_t>>> ReadJournalEpochs(const std::string& conninfo) {

@@ -14,9 +14,11 @@
 //   - LEDGER.acked (a lost WAL) is the server's own durability: the writer
 //     session sets synchronous_commit = on, so an acknowledged commit is on
 //     the server's disk (and on every synchronous standby PostgreSQL is
-//     configured with). A standby broker also remembers the last seq it saw
-//     committed and refuses to lead a journal that ends before it
-//     (broker/service/leader_tail.h).
+//     configured with). A database that failed over to a replica that
+//     missed commits is caught by the brokers' memory: each keeps a record
+//     of the highest seq it saw committed (PostgresOptions::acked_record_path,
+//     in a file of its own, so it survives a restart) and refuses to lead a
+//     journal that ends before it (also broker/service/leader_tail.h).
 //
 // Journal rows also record the lease epoch of the broker that wrote them, so
 // `tidegate ledger verify` can show that epochs never go back.
@@ -55,6 +57,11 @@ struct PostgresOptions {
   // idle_in_transaction_session_timeout of a fenced writer: a paused leader's
   // open transaction is ended by the server after this long.
   int64_t idle_transaction_timeout_ms = 2000;
+  // Writers: this broker's record of the highest seq it saw committed
+  // (acked_seq.h; tidegated --acked-file), kept on the broker's own disk so
+  // that it outlives the process. The store refuses with DATA_LOSS a
+  // journal that ends before it, and records each commit in it. Empty: none.
+  std::string acked_record_path;
 };
 
 // Opens the ledger in the database `conninfo` names (a postgresql:// URI or

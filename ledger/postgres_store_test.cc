@@ -6,12 +6,14 @@
 // tests share one server and start empty. Faults come from a second, plain
 // connection, as an operator with psql could cause them.
 #include <atomic>
+#include <cstdio>
 #include <cstdlib>
 #include <string>
 
 #include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "ledger/acked_seq.h"
 #include "ledger/postgres_conn.h"
 #include "ledger/postgres_lease.h"
 #include "ledger/postgres_store.h"
@@ -135,6 +137,43 @@ TEST(PostgresStoreTest, AReadOnlyStoreRefusesCommits) {
   reader.read_only = true;
   auto store = OpenPostgresStore(schema.conninfo(), reader).value();
   EXPECT_EQ(store->Commit(Entries(1, 1)).code(), absl::StatusCode::kFailedPrecondition);
+}
+
+// A database that failed over to a replica that missed the newest commits;
+// the raw DELETE stands in for it. The broker's record outlives the store
+// (as it outlives a restart of tidegated) and catches the loss.
+TEST(PostgresStoreTest, AWriterRefusesAJournalThatEndsBeforeItsRecord) {
+  Schema schema;
+  const std::string record = absl::StrCat(::testing::TempDir(), "/pg-acked-", getpid());
+  std::remove(record.c_str());
+  PostgresOptions writer;
+  writer.acked_record_path = record;
+  {
+    auto store = OpenPostgresStore(schema.conninfo(), writer).value();
+    ASSERT_TRUE(store->Commit(Entries(1, 2)).ok());
+    ASSERT_TRUE(store->Commit(Entries(3, 3)).ok());
+  }  // flushes the record to the last commit
+  EXPECT_EQ(ReadAckedSeqAt(record).value(), 3);
+  // A writer without the record, and readers, do not check it.
+  ASSERT_TRUE(schema.raw().ExecScript("DELETE FROM journal WHERE seq = 3").ok());
+  PostgresOptions reader;
+  reader.read_only = true;
+  reader.acked_record_path = record;
+  EXPECT_TRUE(OpenPostgresStore(schema.conninfo(), reader).ok());
+  auto refused = OpenPostgresStore(schema.conninfo(), writer);
+  EXPECT_EQ(refused.status().code(), absl::StatusCode::kDataLoss);
+  EXPECT_THAT(refused.status().message(),
+              HasSubstr("the journal ends at seq 2 but this broker saw seq 3 committed (" + record + ")"));
+  EXPECT_THAT(refused.status().message(), HasSubstr("to accept the loss, remove " + record));
+  EXPECT_EQ(ReadAckedSeqAt(record).value(), 3);  // the refusal keeps the evidence
+  // Accepting the loss: without the record the ledger opens and goes on.
+  ASSERT_EQ(std::remove(record.c_str()), 0);
+  auto accepted = OpenPostgresStore(schema.conninfo(), writer);
+  ASSERT_TRUE(accepted.ok()) << accepted.status();
+  ASSERT_TRUE((*accepted)->Commit(Entries(3, 3)).ok());
+  accepted->reset();
+  EXPECT_EQ(ReadAckedSeqAt(record).value(), 3);
+  std::remove(record.c_str());
 }
 
 TEST(PostgresLeaseTest, OneHolderAtATimeAndTheEpochGoesUp) {

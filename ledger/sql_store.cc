@@ -14,7 +14,11 @@ absl::Status SqlStore::Commit(const Batch& batch) {
       !batch.snapshot.has_value() && batch.snapshot_parts.empty() && !batch.parted_snapshot.has_value()) {
     return absl::OkStatus();
   }
-  return CommitInTransaction(batch);
+  absl::Status status = CommitInTransaction(batch);
+  // Recorded off the commit's path; a record left behind only weakens the
+  // check for lost commits (acked_seq.h).
+  if (status.ok() && acked_ != nullptr && !batch.journal.empty()) acked_->Advance(batch.journal.back().seq);
+  return status;
 }
 
 absl::Status SqlStore::WriteBatch(const Batch& batch) {

@@ -1,14 +1,16 @@
 // What the two SQL stores (sqlite_store.cc, postgres_store.cc) share, so the
 // rules of a commit and of reading snapshots are written once: Commit's
-// preamble (read-only, empty batches), the order a batch's rows are written
-// in inside the transaction, and the snapshot accessors on one query per
-// kind. Each store supplies its transaction and one statement per row kind.
+// preamble (read-only, empty batches) and the record of its seq
+// (acked_seq.h), the order a batch's rows are written in inside the
+// transaction, and the snapshot accessors on one query per kind. Each store
+// supplies its transaction and one statement per row kind.
 //
 // Threading: as the store that derives from it.
 #ifndef TIDEGATE_LEDGER_SQL_STORE_H_
 #define TIDEGATE_LEDGER_SQL_STORE_H_
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <utility>
@@ -16,6 +18,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "ledger/acked_seq.h"
 #include "ledger/store.h"
 
 // Returns a failed absl::Status from the enclosing function.
@@ -31,8 +34,14 @@ class SqlStore : public Store {
   explicit SqlStore(bool read_only) : read_only_(read_only) {}
 
   // FAILED_PRECONDITION on a read-only store; an empty batch writes nothing
-  // (no transaction); otherwise CommitInTransaction.
+  // (no transaction); otherwise CommitInTransaction, then the batch's last
+  // seq goes to the acknowledged-seq record, if the store keeps one.
   absl::Status Commit(const Batch& batch) final;
+
+  // Writers only: records each committed seq in `file` (acked_seq.h), off
+  // the commit's path. The record is flushed to the last commit when the
+  // store is destroyed.
+  void RecordAckedSeqIn(AckedSeqFile file) { acked_ = std::make_unique<AckedSeqRecorder>(std::move(file)); }
 
   absl::StatusOr<std::optional<SnapshotRecord>> LatestSnapshot() final {
     return ReadSnapshot(SnapshotQuery::kLatest, std::nullopt);
@@ -84,6 +93,7 @@ class SqlStore : public Store {
 
  private:
   const bool read_only_;
+  std::unique_ptr<AckedSeqRecorder> acked_;
 };
 
 // A snapshot read back from its row: DATA_LOSS (journal_damage.h) when its

@@ -113,11 +113,6 @@ class SqliteStore final : public SqlStore {
     // A failed statement or COMMIT (e.g. SQLITE_BUSY) can leave the
     // transaction open; roll it back so nothing of the batch stays.
     if (!status.ok() && sqlite3_get_autocommit(db_) == 0) Run(kRollback).IgnoreError();
-    // Recorded off the commit's path; a record left behind only weakens the
-    // check for a lost WAL (acked_seq.h).
-    if (status.ok() && acked_ != nullptr && !batch.journal.empty()) {
-      acked_->Advance(batch.journal.back().seq);
-    }
     return status;
   }
 
@@ -207,9 +202,6 @@ class SqliteStore final : public SqlStore {
       out.push_back(LoanRow{stmt.Text(0), stmt.Text(1), stmt.Text(2), stmt.Text(3), stmt.Real(4)});
     }
   }
-
-  // Writers only: where the last committed seq is recorded outside SQLite.
-  void RecordAckedSeqIn(AckedSeqFile file) { acked_ = std::make_unique<AckedSeqRecorder>(std::move(file)); }
 
  private:
   absl::Status Run(const char* sql) {
@@ -388,8 +380,6 @@ class SqliteStore final : public SqlStore {
   Connection connection_;
   sqlite3* const db_;
   StatementCache cache_;
-  // Closed (flushed to the last commit) first, as the last member.
-  std::unique_ptr<AckedSeqRecorder> acked_;
 };
 
 // PRAGMA journal_mode answers with the mode it ended up in; anything but

@@ -357,6 +357,19 @@ TEST_F(LedgerFaultTest, ABadSnapshotJournalRatioIsRefusedNamingTheFlagAndValueAn
   EXPECT_FALSE(std::filesystem::exists(db_));  // refused before --init made one
 }
 
+// A SQLite ledger keeps its own record beside the file; a broker's record
+// (--acked-file) is for a PostgreSQL ledger, and a flag that would do
+// nothing is refused rather than trusted.
+TEST_F(LedgerFaultTest, AnAckedFileForASqliteLedgerIsRefusedAndTouchesNoLedger) {
+  const std::string record = db_ + ".broker-acked";
+  testing::ServerProcess broker(config_, db_, {"--acked-file", record});
+  EXPECT_FALSE(broker.Start());
+  EXPECT_EQ(broker.exit_code(), 2);
+  EXPECT_THAT(broker.Stderr(), HasSubstr("--acked-file " + record + ": only for a PostgreSQL ledger"));
+  EXPECT_FALSE(std::filesystem::exists(db_));
+  EXPECT_FALSE(std::filesystem::exists(record));
+}
+
 // The journal's last seq, read beside the running broker (read-only: the
 // connection must not checkpoint the WAL when it closes).
 int64_t LastJournalSeq(const std::string& db) {

@@ -15,6 +15,7 @@
 #include "absl/time/time.h"
 #include "broker/service/leader_standby.h"
 #include "broker/service/leader_tail.h"
+#include "ledger/acked_seq.h"
 #include "ledger/postgres_conn.h"
 #include "ledger/postgres_store.h"
 #include "spdlog/spdlog.h"
@@ -144,7 +145,16 @@ std::optional<LedgerWriter> OpenLedgerWriter(const ServerOptions& options,
                                              const sigset_t& signals, int* exit_code,
                                              const StandbySideFactory& standby_side,
                                              const auth::Authenticator* authenticator) {
-  if (!ledger::IsPostgresLedger(options.db_path)) return OpenSqliteWriter(options, exit_code);
+  if (!ledger::IsPostgresLedger(options.db_path)) {
+    if (!options.acked_file.empty()) {
+      std::cerr << "tidegated: --acked-file " << options.acked_file
+                << ": only for a PostgreSQL ledger; a SQLite ledger keeps its record beside the file ("
+                << options.db_path << ".acked)\n";
+      *exit_code = 2;
+      return std::nullopt;
+    }
+    return OpenSqliteWriter(options, exit_code);
+  }
   const std::string db = options.db_path;
   const std::string name = ledger::RedactConninfo(db);
   if (absl::EndsWith(options.listen, ":0")) {
@@ -195,6 +205,22 @@ std::optional<LedgerWriter> OpenLedgerWriter(const ServerOptions& options,
   std::fflush(stdout);
   spdlog::info("standby on {} for ledger {} (lease {} ms, holder {})", options.listen, name, ttl_ms, holder);
 
+  // What this broker saw committed, kept across its restarts: the writer
+  // store checks the journal against it when this broker takes the lease.
+  std::optional<ledger::AckedSeqFile> seen_record;
+  if (options.acked_file.empty()) {
+    spdlog::warn("no --acked-file: a restart of this broker forgets the seq it saw committed, so it could take "
+                 "the lease over a journal that lost acknowledged commits (docs/ha.md)");
+  } else {
+    absl::StatusOr<ledger::AckedSeqFile> opened = ledger::AckedSeqFile::OpenAt(options.acked_file, true, false);
+    if (!opened.ok()) {
+      std::cerr << "tidegated: --acked-file: " << opened.status().message() << "\n";
+      *exit_code = 1;
+      return std::nullopt;
+    }
+    spdlog::info("standby: this broker saw seq {} committed ({})", opened->recorded(), options.acked_file);
+    seen_record.emplace(*std::move(opened));
+  }
   std::unique_ptr<ledger::PgLease> lease;
   std::unique_ptr<ledger::Store> reader;
   JournalTail tail;
@@ -222,6 +248,11 @@ std::optional<LedgerWriter> OpenLedgerWriter(const ServerOptions& options,
       return tail.Poll(*reader);
     }();
     if (!step.ok()) note(step);
+    // A record left behind only weakens the check, so its failure is logged
+    // and serving goes on.
+    if (seen_record.has_value() && tail.seen_seq() > seen_record->recorded()) {
+      if (absl::Status recorded = seen_record->Record(tail.seen_seq()); !recorded.ok()) note(recorded);
+    }
     if (lease) {
       const auto sent = LeaseKeeper::Clock::now();
       absl::StatusOr<std::optional<int64_t>> epoch = lease->Acquire(holder, advertise, ttl_ms);
@@ -234,6 +265,8 @@ std::optional<LedgerWriter> OpenLedgerWriter(const ServerOptions& options,
         writer_options.create = options.init;
         writer_options.fence_epoch = **epoch;
         writer_options.idle_transaction_timeout_ms = ttl_ms;
+        writer_options.acked_record_path = options.acked_file;
+        seen_record.reset();  // the writer store records from here on
         auto writer = ledger::OpenPostgresStore(db, writer_options);
         absl::StatusOr<std::optional<ledger_ops::RecoveredCore>> warm =
             writer.ok() ? tail.TakeOver(**writer) : absl::StatusOr<std::optional<ledger_ops::RecoveredCore>>(writer.status());

@@ -14,6 +14,11 @@
 // broker took over) the broker steps down: it re-executes itself and starts
 // again as a standby. Its commits were fenced before that: none can land
 // after the lease expired.
+//
+// With --acked-file, what the broker saw committed is kept in that file
+// across these re-executions and restarts: the standby records each poll's
+// seq, the writer store each commit's, and the writer store refuses to open
+// (DATA_LOSS, exit 1) over a journal that ends before it.
 #ifndef TIDEGATE_BROKER_SERVICE_LEADER_H_
 #define TIDEGATE_BROKER_SERVICE_LEADER_H_
 

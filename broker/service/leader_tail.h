@@ -7,7 +7,8 @@
 // before it when this broker takes over lost acknowledged commits (e.g. the
 // database failed over to a replica that missed them): the takeover refuses
 // with DATA_LOSS rather than serve the older state — what LEDGER.acked does
-// for a SQLite ledger (ledger/acked_seq.h).
+// for a SQLite ledger (ledger/acked_seq.h). This memory lasts as long as the
+// process; --acked-file keeps it across restarts (leader.h).
 //
 // Threading: one thread.
 #ifndef TIDEGATE_BROKER_SERVICE_LEADER_TAIL_H_

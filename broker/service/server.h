@@ -54,6 +54,11 @@ struct ServerOptions {
   // are sent to while this broker leads (default --listen), and the lease.
   std::string advertise;    // --advertise
   int64_t lease_ms = 2000;  // --lease-ms
+  // --acked-file: this broker's record of the highest seq it saw committed,
+  // as leader or standby, on its own disk (ledger/acked_seq.h). It outlives
+  // restarts, so a broker never takes the lease over a journal that lost
+  // commits it saw (PostgreSQL only; a SQLite ledger keeps FILE.acked).
+  std::string acked_file;
   // --http-listen: metrics, health and the web view (broker/http,
   // docs/observability.md); empty = off.
   std::string http_listen;

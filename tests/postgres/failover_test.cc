@@ -19,6 +19,7 @@
 #include "broker/core/broker.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "ledger/acked_seq.h"
 #include "ledger/postgres_conn.h"
 #include "ledger/postgres_lease.h"
 #include "ledger/postgres_store.h"
@@ -135,6 +136,9 @@ class FailoverTest : public ::testing::Test {
     const std::vector<int> ports = FreePorts(3);
     for (int port : ports) {
       brokers_.push_back(std::make_unique<Broker>(dir_->path(), config, Pg(), port, LeaseMs()));
+      // As deployed: what each saw committed outlives its restarts, so every
+      // failover here also shows the record never refuses a whole ledger.
+      brokers_.back()->AddArgs({"--acked-file", dir_->File(absl::StrCat("broker-", port, ".acked"))});
       // Without TIDEGATE_PG they exit at once; SetUp skips the tests.
       if (!brokers_.back()->Start() && !Pg().empty()) FAIL() << brokers_.back()->Stderr();
       addresses_.push_back(brokers_.back()->address());
@@ -311,6 +315,59 @@ TEST_F(FailoverTest, ImportUsageRefusesWhileABrokerLeadsAndImportsIntoALedgerWit
   out.clear();
   EXPECT_EQ(RunCommand(bin + "--db \"" + other + "\" " + csv, &out), 4) << out;
   EXPECT_THAT(out, HasSubstr("already has gpu usage of team red"));
+}
+
+// The database lost its newest commits (it failed over to a replica that
+// missed them; the DELETE stands in for that). Brokers that were restarted
+// since still remember what they saw committed (--acked-file): neither the
+// one that led nor the one that stood by takes the lease over the shorter
+// journal, until an operator accepts the loss by removing the records.
+TEST_F(FailoverTest, RestartedBrokersRefuseToLeadAJournalThatLostWhatTheySaw) {
+  auto raw = ledger::PgConnection::Open(Pg(), "").value();
+  ASSERT_TRUE(raw->ExecScript("DROP SCHEMA IF EXISTS remembered CASCADE; CREATE SCHEMA remembered").ok());
+  const std::string db = Pg() + " options='-csearch_path=remembered'";  // the other tests' brokers go on
+  const std::vector<int> ports = FreePorts(2);
+  std::vector<std::unique_ptr<Broker>> brokers;
+  std::vector<std::string> addresses, records;
+  for (int port : ports) {
+    records.push_back(dir_->File(absl::StrCat("broker-", port, ".acked")));
+    brokers.push_back(std::make_unique<Broker>(dir_->path(), dir_->File("tidegate.yaml"), db, port, LeaseMs()));
+    brokers.back()->AddArgs({"--acked-file", records.back()});
+    ASSERT_TRUE(brokers.back()->Start()) << brokers.back()->Stderr();
+    addresses.push_back(brokers.back()->address());
+  }
+  const auto recorded = [&](size_t i) { return ledger::ReadAckedSeqAt(records[i]).value().value_or(0); };
+  {
+    Clients clients(addresses, 2, kCapacity);
+    ASSERT_TRUE(Eventually([&] { return clients.acks() >= 20; }, std::chrono::seconds(20)));
+  }
+  ledger::PostgresOptions read_only;
+  read_only.read_only = true;
+  const int64_t last = ledger::OpenPostgresStore(db, read_only).value()->LastSeq().value();
+  // The leader recorded what it committed, the standby what it read.
+  ASSERT_TRUE(Eventually([&] { return recorded(0) >= last && recorded(1) >= last; }, std::chrono::seconds(20)))
+      << recorded(0) << " " << recorded(1) << " of " << last;
+  for (auto& b : brokers) b->Kill();
+  const int64_t cut = last - 5;
+  ASSERT_TRUE(raw->ExecScript(absl::StrCat("SET search_path = remembered; DELETE FROM journal WHERE seq > ", cut,
+                                           "; DELETE FROM snapshot_parts WHERE seq > ", cut,
+                                           "; DELETE FROM snapshots WHERE seq > ", cut))
+                  .ok());
+  for (size_t i = 0; i < brokers.size(); ++i) {
+    SCOPED_TRACE(records[i]);
+    ASSERT_TRUE(brokers[i]->Start()) << brokers[i]->Stderr();
+    EXPECT_EQ(brokers[i]->Wait(), 1) << brokers[i]->Stderr();
+    EXPECT_THAT(brokers[i]->Stderr(), HasSubstr(absl::StrCat("the journal ends at seq ", cut, " but this broker saw seq ",
+                                                             recorded(i), " committed (", records[i], ")")));
+  }
+  EXPECT_EQ(ledger::OpenPostgresStore(db, read_only).value()->LastSeq().value(), cut);  // nobody wrote on
+  // Accepting the loss: without its record a broker leads the shorter journal.
+  ASSERT_EQ(std::remove(records[0].c_str()), 0);
+  ASSERT_TRUE(brokers[0]->Start()) << brokers[0]->Stderr();
+  Clients clients({addresses[0]}, 1, kCapacity);
+  ASSERT_TRUE(Eventually([&] { return clients.acks() >= 1; }, std::chrono::seconds(20))) << brokers[0]->Stderr();
+  clients.Stop();
+  EXPECT_GE(recorded(0), cut + 1);
 }
 
 TEST_F(FailoverTest, APausedLeaderCommitsNothingAfterItsLeaseAndStepsDown) {

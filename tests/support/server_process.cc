@@ -151,6 +151,17 @@ int ServerProcess::Terminate() {
   kill(pid_, SIGTERM);
   int status = 0;
   waitpid(pid_, &status, 0);
+  return Reaped(status);
+}
+
+int ServerProcess::Wait(std::chrono::milliseconds limit) {
+  if (pid_ < 0) return -1;
+  int status = 0;
+  if (!Eventually([&] { return waitpid(pid_, &status, WNOHANG) == pid_; }, limit)) return -1;
+  return Reaped(status);
+}
+
+int ServerProcess::Reaped(int status) {
   pid_ = -1;
   if (stdout_fd_ >= 0) close(stdout_fd_);
   stdout_fd_ = -1;

@@ -63,6 +63,9 @@ class ServerProcess {
   bool Start();              // false if it did not come up (see exit_code()).
   int exit_code() const { return exit_code_; }  // when Start() saw it exit; -1 otherwise
   int Terminate();           // SIGTERM, wait; returns the exit code.
+  // Waits up to `limit` for it to exit by itself; its exit code, or -1 if it
+  // still runs.
+  int Wait(std::chrono::milliseconds limit = std::chrono::seconds(20));
   void Kill();               // SIGKILL, wait.
   void Signal(int sig);      // e.g. SIGSTOP, SIGCONT; no wait.
   const std::string& address() const { return address_; }
@@ -76,6 +79,8 @@ class ServerProcess {
   static std::string BinDir();
 
  private:
+  // Forgets the reaped process; its exit code from waitpid's `status`.
+  int Reaped(int status);
   std::string config_, db_;
   std::vector<std::string> extra_;
   bool init_ = true;
