@@ -319,7 +319,9 @@ policy: {tick_s: 1}
   ASSERT_TRUE(stub->ListJobs(&ctx, v1::ListJobsRequest(), &live).ok());
   for (const auto& j : live.jobs()) {
     EXPECT_NE(j.job(), "b3") << "an ended job in the live list";
-    if (j.job() == "a2") EXPECT_THAT(j.reason(), HasSubstr("k has 1 of 8 free"));
+    if (j.job() == "a2") {
+      EXPECT_THAT(j.reason(), HasSubstr("k has 1 of 8 free"));
+    }
   }
   EXPECT_EQ(live.jobs_size(), 4);
 }
