@@ -6,6 +6,9 @@
 //
 // The SQLite store compares it with the journal's end when it opens for
 // writing; `tidegate ledger verify` reports a journal that ends before it.
+// A broker on a PostgreSQL ledger keeps the same record in a file of its own
+// (ReadAckedSeqAt, AckedSeqFile::OpenAt; tidegated --acked-file), for a
+// database that failed over to a replica that missed commits.
 //
 // The record is kept off the commit's critical path (AckedSeqRecorder): a
 // caller's acknowledgement waits only for the ledger's own commit (the WAL's

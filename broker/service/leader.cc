@@ -166,6 +166,22 @@ std::optional<LedgerWriter> OpenLedgerWriter(const ServerOptions& options,
   const std::string advertise = options.advertise.empty() ? options.listen : options.advertise;
   const int64_t ttl_ms = options.lease_ms;
   const std::string holder = HolderName();
+  // What this broker saw committed, kept across its restarts: the writer
+  // store checks the journal against it when this broker takes the lease.
+  std::optional<ledger::AckedSeqFile> seen_record;
+  if (options.acked_file.empty()) {
+    spdlog::warn("no --acked-file: a restart of this broker forgets the seq it saw committed, so it could take "
+                 "the lease over a journal that lost acknowledged commits (docs/ha.md)");
+  } else {
+    absl::StatusOr<ledger::AckedSeqFile> opened = ledger::AckedSeqFile::OpenAt(options.acked_file, true, false);
+    if (!opened.ok()) {
+      std::cerr << "tidegated: --acked-file: " << opened.status().message() << "\n";
+      *exit_code = 1;
+      return std::nullopt;
+    }
+    spdlog::info("this broker saw seq {} committed ({})", opened->recorded(), options.acked_file);
+    seen_record.emplace(*std::move(opened));
+  }
   // --init creates the tables; otherwise a database without them is refused
   // (a ledger that vanished is never silently replaced).
   ledger::PostgresOptions setup;
@@ -205,22 +221,6 @@ std::optional<LedgerWriter> OpenLedgerWriter(const ServerOptions& options,
   std::fflush(stdout);
   spdlog::info("standby on {} for ledger {} (lease {} ms, holder {})", options.listen, name, ttl_ms, holder);
 
-  // What this broker saw committed, kept across its restarts: the writer
-  // store checks the journal against it when this broker takes the lease.
-  std::optional<ledger::AckedSeqFile> seen_record;
-  if (options.acked_file.empty()) {
-    spdlog::warn("no --acked-file: a restart of this broker forgets the seq it saw committed, so it could take "
-                 "the lease over a journal that lost acknowledged commits (docs/ha.md)");
-  } else {
-    absl::StatusOr<ledger::AckedSeqFile> opened = ledger::AckedSeqFile::OpenAt(options.acked_file, true, false);
-    if (!opened.ok()) {
-      std::cerr << "tidegated: --acked-file: " << opened.status().message() << "\n";
-      *exit_code = 1;
-      return std::nullopt;
-    }
-    spdlog::info("standby: this broker saw seq {} committed ({})", opened->recorded(), options.acked_file);
-    seen_record.emplace(*std::move(opened));
-  }
   std::unique_ptr<ledger::PgLease> lease;
   std::unique_ptr<ledger::Store> reader;
   JournalTail tail;
