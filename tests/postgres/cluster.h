@@ -35,6 +35,7 @@ class Broker {
   bool Start();
   void Signal(int sig) { process_->Signal(sig); }
   void Kill() { process_->Kill(); }  // SIGKILL and reap
+  int Terminate() { return process_->Terminate(); }  // SIGTERM; its exit code
   int Wait() { return process_->Wait(); }  // its exit code once it exits by itself; -1 if it runs on
   std::string address() const { return "127.0.0.1:" + std::to_string(port_); }
   std::string Stderr() const { return process_ != nullptr ? process_->Stderr() : ""; }

@@ -318,10 +318,11 @@ TEST_F(FailoverTest, ImportUsageRefusesWhileABrokerLeadsAndImportsIntoALedgerWit
 }
 
 // The database lost its newest commits (it failed over to a replica that
-// missed them; the DELETE stands in for that). Brokers that were restarted
-// since still remember what they saw committed (--acked-file): neither the
-// one that led nor the one that stood by takes the lease over the shorter
-// journal, until an operator accepts the loss by removing the records.
+// missed them; the DELETE stands in for that). The leader finds out at its
+// next commit and stops writing; brokers restarted since still remember what
+// they saw committed (--acked-file): neither the one that led nor the one
+// that stood by takes the lease over the shorter journal, until an operator
+// accepts the loss by removing the records.
 TEST_F(FailoverTest, RestartedBrokersRefuseToLeadAJournalThatLostWhatTheySaw) {
   auto raw = ledger::PgConnection::Open(Pg(), "").value();
   ASSERT_TRUE(raw->ExecScript("DROP SCHEMA IF EXISTS remembered CASCADE; CREATE SCHEMA remembered").ok());
@@ -347,12 +348,33 @@ TEST_F(FailoverTest, RestartedBrokersRefuseToLeadAJournalThatLostWhatTheySaw) {
   // The leader recorded what it committed, the standby what it read.
   ASSERT_TRUE(Eventually([&] { return recorded(0) >= last && recorded(1) >= last; }, std::chrono::seconds(20)))
       << recorded(0) << " " << recorded(1) << " of " << last;
-  for (auto& b : brokers) b->Kill();
   const int64_t cut = last - 5;
   ASSERT_TRUE(raw->ExecScript(absl::StrCat("SET search_path = remembered; DELETE FROM journal WHERE seq > ", cut,
                                            "; DELETE FROM snapshot_parts WHERE seq > ", cut,
                                            "; DELETE FROM snapshots WHERE seq > ", cut))
                   .ok());
+  // The leader finds the loss at its next commit: it refuses writes, and
+  // stopped, it writes nothing and exits 1.
+  const ledger::LeaseInfo lease = ledger::PgLease::Open(db).value()->Read().value();
+  const size_t leader = lease.address == addresses[0] ? 0 : 1;
+  ASSERT_EQ(lease.address, addresses[leader]);
+  {
+    auto admission = v1::AdmissionService::NewStub(grpc::CreateChannel(lease.address, grpc::InsecureChannelCredentials()));
+    grpc::ClientContext context;
+    context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
+    v1::AdmitRequest request;
+    request.mutable_job()->set_job("after-the-loss");
+    request.mutable_job()->set_team("red");
+    request.mutable_job()->set_replicas(1);
+    (*request.mutable_job()->mutable_per_replica())["gpu"] = 1;
+    v1::AdmitResponse response;
+    const grpc::Status refused = admission->Admit(&context, request, &response);
+    EXPECT_EQ(refused.error_code(), grpc::StatusCode::UNAVAILABLE) << refused.error_message();
+    EXPECT_THAT(refused.error_message(), HasSubstr("acknowledged commits are missing"));
+  }
+  EXPECT_EQ(brokers[leader]->Terminate(), 1) << brokers[leader]->Stderr();
+  EXPECT_THAT(brokers[leader]->Stderr(), HasSubstr("stopped without writing to the ledger"));
+  brokers[1 - leader]->Kill();
   for (size_t i = 0; i < brokers.size(); ++i) {
     SCOPED_TRACE(records[i]);
     ASSERT_TRUE(brokers[i]->Start()) << brokers[i]->Stderr();
