@@ -62,6 +62,21 @@ int RunCommand(const std::string& command, std::string* output) {
   return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 }
 
+// One Admit of a one-GPU job of red to the broker at `address`, waiting up
+// to 20 s for the answer.
+grpc::Status AdmitOneGpu(const std::string& address, const std::string& job) {
+  auto stub = v1::AdmissionService::NewStub(grpc::CreateChannel(address, grpc::InsecureChannelCredentials()));
+  grpc::ClientContext context;
+  context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(20));
+  v1::AdmitRequest request;
+  request.mutable_job()->set_job(job);
+  request.mutable_job()->set_team("red");
+  request.mutable_job()->set_replicas(1);
+  (*request.mutable_job()->mutable_per_replica())["gpu"] = 1;
+  v1::AdmitResponse response;
+  return stub->Admit(&context, request, &response);
+}
+
 // Every check of the ledger against what clients were told.
 void CheckLedger(const std::vector<Ack>& acked, const std::string& when) {
   SCOPED_TRACE(when);
@@ -358,20 +373,9 @@ TEST_F(FailoverTest, RestartedBrokersRefuseToLeadAJournalThatLostWhatTheySaw) {
   const ledger::LeaseInfo lease = ledger::PgLease::Open(db).value()->Read().value();
   const size_t leader = lease.address == addresses[0] ? 0 : 1;
   ASSERT_EQ(lease.address, addresses[leader]);
-  {
-    auto admission = v1::AdmissionService::NewStub(grpc::CreateChannel(lease.address, grpc::InsecureChannelCredentials()));
-    grpc::ClientContext context;
-    context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
-    v1::AdmitRequest request;
-    request.mutable_job()->set_job("after-the-loss");
-    request.mutable_job()->set_team("red");
-    request.mutable_job()->set_replicas(1);
-    (*request.mutable_job()->mutable_per_replica())["gpu"] = 1;
-    v1::AdmitResponse response;
-    const grpc::Status refused = admission->Admit(&context, request, &response);
-    EXPECT_EQ(refused.error_code(), grpc::StatusCode::UNAVAILABLE) << refused.error_message();
-    EXPECT_THAT(refused.error_message(), HasSubstr("acknowledged commits are missing"));
-  }
+  const grpc::Status refused = AdmitOneGpu(lease.address, "after-the-loss");
+  EXPECT_EQ(refused.error_code(), grpc::StatusCode::UNAVAILABLE) << refused.error_message();
+  EXPECT_THAT(refused.error_message(), HasSubstr("acknowledged commits are missing"));
   EXPECT_EQ(brokers[leader]->Terminate(), 1) << brokers[leader]->Stderr();
   EXPECT_THAT(brokers[leader]->Stderr(), HasSubstr("stopped without writing to the ledger"));
   brokers[1 - leader]->Kill();
@@ -443,18 +447,7 @@ TEST_F(FailoverTest, ALeaderWhoseLeaseExpiredUnseenCommitsNothing) {
       std::chrono::seconds(10)));
   // The leader answers once its commit is through or refused; meanwhile its
   // fence (or the renewal, or a standby's takeover) waits for the row.
-  auto answer = std::async(std::launch::async, [&] {
-    auto stub = v1::AdmissionService::NewStub(grpc::CreateChannel(leader->address(), grpc::InsecureChannelCredentials()));
-    grpc::ClientContext context;
-    context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(20));
-    v1::AdmitRequest request;
-    request.mutable_job()->set_job("unfenced");
-    request.mutable_job()->set_team("red");
-    request.mutable_job()->set_replicas(1);
-    (*request.mutable_job()->mutable_per_replica())["gpu"] = 1;
-    v1::AdmitResponse response;
-    return stub->Admit(&context, request, &response);
-  });
+  auto answer = std::async(std::launch::async, [&] { return AdmitOneGpu(leader->address(), "unfenced"); });
   ASSERT_TRUE(Eventually(
       [&] {
         if (answer.wait_for(std::chrono::seconds(0)) == std::future_status::ready) return true;
