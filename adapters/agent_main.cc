@@ -144,6 +144,12 @@ int main(int argc, char** argv) {
     driver = std::make_unique<SlurmDriver>(slurm);
   }
   tidegate::cli::ApplySecurityEnvironment(&security);
+  for (const std::string& address : tidegate::cli::SplitServers(broker)) {
+    if (absl::Status bad = tidegate::cli::CheckBrokerTarget(address); !bad.ok()) {
+      std::cerr << "tidegate-agent: " << bad.message() << "\n";
+      return 2;
+    }
+  }
   if (tidegate::cli::SplitServers(broker).size() > 1) {
     const std::string all = broker;
     options.find_leader = [all, security]() -> std::shared_ptr<grpc::Channel> {

@@ -1,10 +1,13 @@
 #include "cli/auth_channel.h"
 
+#include <algorithm>
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
 
 #include "CLI/CLI.hpp"
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
 #include "grpcpp/support/client_interceptor.h"
@@ -74,9 +77,26 @@ void ApplySecurityEnvironment(ChannelSecurity* security) {
   if (const char* v = std::getenv("TIDEGATE_TLS"); v != nullptr && std::string(v) == "1") security->tls = true;
 }
 
+absl::Status CheckBrokerTarget(const std::string& target) {
+  if (absl::StartsWith(target, "unix:") || absl::StartsWith(target, "unix-abstract:")) return absl::OkStatus();
+  const size_t colon = target.rfind(':');
+  if (colon == std::string::npos) return absl::OkStatus();
+  const absl::string_view port = absl::string_view(target).substr(colon + 1);
+  if (port.empty() || !std::all_of(port.begin(), port.end(), [](char c) { return c >= '0' && c <= '9'; })) {
+    return absl::OkStatus();  // no port here ("dns:///host", "[::1]"): gRPC's default applies
+  }
+  int value = 0;
+  if (port.size() > 5 || !absl::SimpleAtoi(port, &value) || value < 1 || value > 65535) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--server ", target, ": the port must be a number from 1 to 65535, got ", port));
+  }
+  return absl::OkStatus();
+}
+
 absl::StatusOr<std::shared_ptr<grpc::Channel>> MakeBrokerChannel(const std::string& target,
                                                                  const ChannelSecurity& security,
                                                                  const grpc::ChannelArguments& args) {
+  if (absl::Status bad = CheckBrokerTarget(target); !bad.ok()) return bad;
   if (security.cert.empty() != security.key.empty()) {
     return absl::InvalidArgumentError("--cert and --key go together: give both or neither");
   }

@@ -37,9 +37,14 @@ void AddChannelSecurityOptions(CLI::App& app, ChannelSecurity* security);
 // Fills what the flags left empty from the environment (getenv).
 void ApplySecurityEnvironment(ChannelSecurity* security);
 
+// INVALID_ARGUMENT naming `target` when its port is not 1 to 65535 (gRPC
+// would take 99999 as 34463 and reach another server). Targets without a
+// port, and unix: sockets, pass.
+absl::Status CheckBrokerTarget(const std::string& target);
+
 // A channel to `target` with these settings (after ApplySecurityEnvironment).
 // INVALID_ARGUMENT naming the flag and the file when a file cannot be read,
-// or --cert is given without --key.
+// or --cert is given without --key; CheckBrokerTarget's error.
 absl::StatusOr<std::shared_ptr<grpc::Channel>> MakeBrokerChannel(const std::string& target,
                                                                  const ChannelSecurity& security,
                                                                  const grpc::ChannelArguments& args);

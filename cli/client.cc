@@ -134,6 +134,9 @@ absl::StatusOr<std::unique_ptr<Client>> Client::Create(const ClientOptions& opti
   absl::StatusOr<int64_t> timeout_s = ParseDurationSeconds("--timeout", options.timeout);
   if (!timeout_s.ok()) return timeout_s.status();
   std::string server = ResolveServer(options.server, std::getenv(kServerEnv));
+  for (const std::string& address : SplitServers(server)) {
+    if (absl::Status bad = CheckBrokerTarget(address); !bad.ok()) return bad;
+  }
   ChannelSecurity security = options.security;
   ApplySecurityEnvironment(&security);
   // Several brokers (a,b,c): the one that leads (cli/leader_channel.h).

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "cli/app.h"
+#include "cli/auth_channel.h"
 #include "cli/exit_codes.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -121,6 +122,21 @@ TEST(BrokerCommandsTest, BadFlagsExitTwoBeforeAnyCall) {
     EXPECT_EQ(r.code, kExitBadInput) << c.args[0] << ": " << r.err;
     EXPECT_THAT(r.err, HasSubstr(c.err)) << c.args[0];
     EXPECT_THAT(r.err, ::testing::Not(HasSubstr("UNAVAILABLE"))) << c.args[0];
+  }
+}
+
+// gRPC reads a port past 65535 modulo 65536 and would reach another server.
+TEST(BrokerCommandsTest, APortOutOfRangeExitsTwoNamingTheAddress) {
+  for (const char* servers : {"127.0.0.1:99999", "127.0.0.1:0", "127.0.0.1:1,localhost:65536"}) {
+    Ran r = Tidegate({"--server", servers, "teams"});
+    EXPECT_EQ(r.code, kExitBadInput) << servers << ": " << r.err;
+    EXPECT_THAT(r.err, HasSubstr("the port must be a number from 1 to 65535")) << servers;
+    EXPECT_THAT(r.err, ::testing::Not(HasSubstr("UNAVAILABLE"))) << servers;
+  }
+  EXPECT_THAT(Tidegate({"--server", "127.0.0.1:99999", "teams"}).err, HasSubstr("--server 127.0.0.1:99999: "));
+  for (const char* fine : {"127.0.0.1:65535", "dns:///broker.example:443", "[::1]:50051", "localhost",
+                                  "unix:/run/tidegate.sock"}) {
+    EXPECT_TRUE(CheckBrokerTarget(fine).ok()) << fine;
   }
 }
 

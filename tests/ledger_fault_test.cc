@@ -370,6 +370,19 @@ TEST_F(LedgerFaultTest, AnAckedFileForASqliteLedgerIsRefusedAndTouchesNoLedger) 
   EXPECT_FALSE(std::filesystem::exists(record));
 }
 
+// gRPC would serve 99999 as port 34463 and a bare name on a port of its
+// choosing; an address that cannot be meant is refused before anything opens.
+TEST_F(LedgerFaultTest, AListenAddressWithoutAValidPortIsRefusedAndTouchesNoLedger) {
+  for (const std::string bad : {"127.0.0.1:99999", "notanaddress", "127.0.0.1:", "127.0.0.1:-1"}) {
+    testing::ServerProcess broker(config_, db_);
+    broker.set_listen(bad);
+    EXPECT_FALSE(broker.Start()) << bad;
+    EXPECT_EQ(broker.exit_code(), 2) << bad;
+    EXPECT_THAT(broker.Stderr(), HasSubstr("--listen '" + bad + "': expected HOST:PORT with a port from 0 to 65535"));
+  }
+  EXPECT_FALSE(std::filesystem::exists(db_));
+}
+
 // The journal's last seq, read beside the running broker (read-only: the
 // connection must not checkpoint the WAL when it closes).
 int64_t LastJournalSeq(const std::string& db) {

@@ -2,10 +2,12 @@
 
 #include <arpa/inet.h>
 
+#include <algorithm>
 #include <fstream>
 #include <sstream>
 
 #include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "spdlog/spdlog.h"
 
@@ -37,7 +39,22 @@ bool IsLoopbackListen(const std::string& listen) {
   return false;  // a name, "0.0.0.0", "[::]", "": reachable from the network.
 }
 
+absl::Status CheckListenAddress(const std::string& listen) {
+  if (absl::StartsWith(listen, "unix:") || absl::StartsWith(listen, "unix-abstract:")) return absl::OkStatus();
+  const size_t colon = listen.rfind(':');
+  const std::string port = colon == std::string::npos ? "" : listen.substr(colon + 1);
+  int value = -1;
+  if (colon == std::string::npos || colon == 0 || port.empty() || port.size() > 5 ||
+      !std::all_of(port.begin(), port.end(), [](char c) { return c >= '0' && c <= '9'; }) ||
+      !absl::SimpleAtoi(port, &value) || value > 65535) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--listen '", listen, "': expected HOST:PORT with a port from 0 to 65535 (e.g. 127.0.0.1:50051), or unix:PATH"));
+  }
+  return absl::OkStatus();
+}
+
 absl::StatusOr<ServerSecurity> SetUpSecurity(const ServerOptions& options) {
+  if (absl::Status bad = CheckListenAddress(options.listen); !bad.ok()) return bad;
   ServerSecurity out;
   if (options.tls_cert.empty() != options.tls_key.empty()) {
     return absl::InvalidArgumentError("--tls-cert and --tls-key go together: give both or neither");

@@ -98,6 +98,11 @@ using StandbySideFactory = std::function<absl::StatusOr<std::unique_ptr<SideServ
 // localhost, or a unix: socket.
 bool IsLoopbackListen(const std::string& listen);
 
+// INVALID_ARGUMENT naming --listen and its value unless it is HOST:PORT
+// with a port from 0 to 65535 (0: any free one), or a unix: socket. gRPC
+// itself would read 99999 as 34463, and a bare host as a port it picks.
+absl::Status CheckListenAddress(const std::string& listen);
+
 // Exit codes: 0 after a clean shutdown, 2 bad config or flags, 1 when the
 // ledger or the listening port cannot be opened (the ledger missing or empty
 // without --init, locked by another broker, read-only, damaged) or when it
