@@ -395,7 +395,7 @@ void AddJobsCommands(CLI::App& app, const Io& io, const ClientOptions& client, i
         ->type_name("KEY=VALUE");
     sub->add_flag("--wait", options->wait,
                   "If not admitted at once, stream its state until it is admitted (exit 0), "
-                  "ends or is rejected (exit 1)");
+                  "ends or is rejected while waiting (exit 1); rejected at once, it exits 2 as without --wait");
     sub->add_option("--wait-timeout", options->wait_timeout,
                     "With --wait: give up after this long (exit 1), e.g. 30m")
         ->type_name("DURATION");

@@ -16,7 +16,7 @@
 // admission (QUEUED, RECLAIMING, PREEMPTING) is followed by WaitAdmission: one
 // line per change of the job's state ("ID: queued, position 2 in research's
 // queue: REASON"; -o json: one WaitAdmissionResponse per line) until it is
-// admitted (exit 0), ends or is rejected (exit 1), --wait-timeout passes
+// admitted (exit 0), ends or is rejected while waiting (exit 1), --wait-timeout passes
 // (exit 1) or Ctrl-C (exit 130; the job stays queued). If the broker goes away
 // during the wait, the wait resumes when it is back (cli/wait_command.h).
 //

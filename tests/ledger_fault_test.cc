@@ -347,6 +347,29 @@ TEST_F(LedgerFaultTest, AFlippedBitInASnapshotIsFoundAndAnOlderSnapshotIsReplaye
   EXPECT_THAT(out, HasSubstr("does not match its contents"));
 }
 
+// A damaged journal entry that the latest snapshot already covers is not
+// read at start-up, so the broker starts; `ledger verify` names it once,
+// rather than also listing every later change the replay could not make.
+TEST_F(LedgerFaultTest, ADamagedEntryBeforeTheLatestSnapshotIsListedOnceByVerify) {
+  {
+    testing::ServerProcess broker(config_, db_);
+    ASSERT_TRUE(broker.Start()) << broker.Stderr();
+    for (int i = 0; i < 30; ++i) ASSERT_TRUE(Admit(broker.Channel(), "j" + std::to_string(i)).ok()) << i;
+    ASSERT_EQ(broker.Terminate(), 0);  // a clean stop writes a snapshot after the last entry
+  }
+  ASSERT_TRUE(ledger::RawDb(db_).Exec("UPDATE journal SET payload = payload || x'21' WHERE seq = 3").ok());
+
+  testing::ServerProcess broker(config_, db_);
+  ASSERT_TRUE(broker.Start()) << broker.Stderr();
+  EXPECT_TRUE(GetJob(broker.Channel(), "j29").ok());
+  broker.Kill();
+  auto [code, out] = Verify(dir_, db_);
+  EXPECT_EQ(code, 1) << out;
+  EXPECT_THAT(out, HasSubstr("journal seq 3: stored checksum"));
+  EXPECT_THAT(out, HasSubstr("replay: stopped at the damaged entry above"));
+  EXPECT_EQ(std::count(out.begin(), out.end(), '\n'), 4) << out;  // the summary, two problems, the verdict
+}
+
 TEST_F(LedgerFaultTest, ABadSnapshotJournalRatioIsRefusedNamingTheFlagAndValueAndTouchesNoLedger) {
   for (const std::string bad : {"-1", "nan", "101", "lots"}) {
     testing::ServerProcess broker(config_, db_, {"--snapshot-journal-ratio", bad});
