@@ -1,12 +1,14 @@
 #include "cli/jobs_command.h"
 
+#include <algorithm>
 #include <memory>
 #include <optional>
 #include <utility>
 
 #include "CLI/CLI.hpp"
-#include "absl/strings/str_cat.h"
+#include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
@@ -186,7 +188,11 @@ void PrintJobDetails(const v1::JobInfo& job, int64_t now_ms, std::ostream& out) 
   } else if (!job.reason().empty()) {
     fields.emplace_back("reason", job.reason());
   }
-  fields.emplace_back("borrowing", YesNo(job.borrowing()));
+  if (job.borrowing() && !job.borrowed().empty()) {
+    fields.emplace_back("borrowing", absl::StrCat("yes, ", FormatQuantities(job.borrowed()), " (reclaimable)"));
+  } else {
+    fields.emplace_back("borrowing", YesNo(job.borrowing()));
+  }
   fields.emplace_back("replicas", absl::StrCat(job.replicas()));
   if (job.has_resize()) {
     // A resize request the framework has not acked yet: its size now and the

@@ -79,7 +79,7 @@ TEST_F(CliTest, AdmitWithinQuotaThenBorrowShowsInJobsQuotaAndTeams) {
   Ran job = Cli({"job", "r2"});
   EXPECT_EQ(job.code, 0) << job.err;
   EXPECT_THAT(job.out, HasSubstr("state:        admitted\n"));
-  EXPECT_THAT(job.out, HasSubstr("borrowing:    yes\n"));
+  EXPECT_THAT(job.out, HasSubstr("borrowing:    yes, gpu=16 (reclaimable)\n"));
   EXPECT_THAT(job.out, HasSubstr("per replica:  gpu=8\n"));
 
   // research uses 32 of its 16: 16 borrowed, within ml's 40.

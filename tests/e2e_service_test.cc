@@ -125,6 +125,31 @@ TEST_F(ServiceTest, SameIdSameSpecIsIdempotentAndAnotherSpecIsAlreadyExists) {
   EXPECT_EQ(GetTeam("research").resources(0).used(), 2);
 }
 
+// A retry answers the decision it repeats whole: how much the job borrows
+// too, also after a restart (from the snapshot a clean stop writes).
+TEST_F(ServiceTest, ARetriedAdmitOfABorrowingJobRepeatsWhatItBorrows) {
+  v1::AdmitResponse first, borrower, again;
+  ASSERT_TRUE(Admit(Job("r1", "research", 1, 8), &first).ok());
+  ASSERT_TRUE(Admit(Job("r2", "research", 2, 4), &borrower).ok());
+  ASSERT_EQ(borrower.decision(), v1::DECISION_ADMITTED_BORROWING);
+  ASSERT_EQ(borrower.borrowed().at("gpu"), 8);
+  ASSERT_TRUE(Admit(Job("r2", "research", 2, 4), &again).ok());
+  EXPECT_EQ(again.decision(), v1::DECISION_ADMITTED_BORROWING);
+  EXPECT_EQ(again.borrowed().size(), 1u);
+  EXPECT_EQ(again.borrowed().at("gpu"), 8);
+  EXPECT_EQ(GetJob("r2").borrowed().at("gpu"), 8);
+  EXPECT_TRUE(GetJob("r1").borrowed().empty());
+  admission_.reset();  // an open client channel holds up the shutdown by seconds
+  quota_.reset();
+  EXPECT_EQ(server_->Terminate(), 0);
+  StartServer();
+  v1::AdmitResponse restarted;
+  ASSERT_TRUE(Admit(Job("r2", "research", 2, 4), &restarted).ok());
+  EXPECT_EQ(restarted.decision(), v1::DECISION_ADMITTED_BORROWING);
+  EXPECT_EQ(restarted.borrowed().at("gpu"), 8);
+  EXPECT_EQ(GetJob("r2").borrowed().at("gpu"), 8);
+}
+
 TEST_F(ServiceTest, BadInputIsInvalidArgumentNamingFieldAndValueAndChangesNothing) {
   v1::AdmitResponse resp;
   grpc::Status s = Admit(Job("x", "nobody", 1, 1), &resp);
@@ -162,6 +187,8 @@ TEST_F(ServiceTest, SigtermExitsZeroAndRestartKeepsEveryDecision) {
     v1::ReleaseResponse rr;
     ASSERT_TRUE(admission_->Release(&ctx, rel, &rr).ok());
   }
+  admission_.reset();  // an open client channel holds up the shutdown by seconds
+  quota_.reset();
   EXPECT_EQ(server_->Terminate(), 0);
   StartServer();
   EXPECT_EQ(GetJob("a1").state(), v1::JOB_STATE_ADMITTED);

@@ -336,13 +336,12 @@ void Decider::Admit(int j) {
   e.team = s_.node(job.team).name;
   e.replicas = job.replicas;
   std::vector<Quantity> borrowed(s_.num_resources(), 0);
-  job.borrowing = false;
   for (int r = 0; r < s_.num_resources(); ++r) {
     const Quantity over = s_.node_state(job.team).usage[r] + job.demand[r] - s_.node(job.team).guaranteed[r];
     borrowed[r] = std::min(job.demand[r], std::max<Quantity>(0, over));
-    if (borrowed[r] > 0) job.borrowing = true;
   }
   e.borrowed = s_.Named(borrowed, job.requested);
+  SetBorrowed(job, std::move(borrowed));
   s_.Dequeue(j);
   job.phase = Phase::kAdmitted;
   job.admitted_at = s_.now();

@@ -156,6 +156,11 @@ std::optional<JobView> Broker::GetJob(std::string_view id) const {
   v.admitted_at = job.admitted_at;
   v.last_admitted_at = job.last_admitted_at;
   v.borrowing = job.borrowing;
+  if (!job.borrowed.empty()) {
+    for (auto& [name, q] : s.Named(job.borrowed, job.requested)) {
+      if (q > 0) v.borrowed.emplace_back(std::move(name), q);
+    }
+  }
   v.demand = s.Named(job.demand, job.requested);
   v.reason = ReasonNow(s, job);
   v.spec_bytes = job.spec_bytes;

@@ -45,6 +45,7 @@ struct JobView {
   Time last_admitted_at = -1;  // the latest admission, kept when requeued or ended; -1: never.
   Time ended_at = -1;          // ENDED / REJECTED: when.
   bool borrowing = false;      // its latest admit/resize borrowed something.
+  NamedQuantities borrowed;    // ...and how much of each resource (parts > 0).
   NamedQuantities demand;      // replicas x per_replica.
   std::string reason;          // why it waits (queued), why it drains, how it ended.
   // The spec, normalized (defaults filled in), serialized deterministically

@@ -148,9 +148,9 @@ void Decider::Adopt(const internal::v1::AdoptJobs& batch) {
     for (int r = 0; r < s_.num_resources(); ++r) {
       const Quantity over = s_.node_state(job.team).usage[r] + job.demand[r] - s_.node(job.team).guaranteed[r];
       borrowed[r] = std::min(job.demand[r], std::max<Quantity>(0, over));
-      if (borrowed[r] > 0) job.borrowing = true;
     }
     e.borrowed = s_.Named(borrowed, job.requested);
+    SetBorrowed(job, std::move(borrowed));
     job.phase = spec.draining() ? Phase::kDraining : Phase::kAdmitted;
     if (job.phase == Phase::kDraining) {
       // No victim of ours: its cluster is ending it, and nothing here sets a deadline.

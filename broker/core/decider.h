@@ -150,7 +150,9 @@ class Decider {
   // A grow came back short or not at all: no growth for resize_timeout_s.
   void BackOffGrowth(int j);
   // The borrowed part of job j if it held `replicas` (state unchanged).
-  NamedQuantities BorrowedAt(int j, int64_t replicas);
+  NamedQuantities BorrowedAt(int j, int64_t replicas, std::vector<Quantity>* by_resource = nullptr);
+  // Sets job.borrowed and job.borrowing from its part above the guarantee.
+  static void SetBorrowed(Job& job, std::vector<Quantity> by_resource);
   // The borrowed part of j at its current size, and whether it borrows.
   NamedQuantities BorrowedPart(const Job& job, std::vector<Quantity>* by_resource) const;
 

@@ -116,6 +116,7 @@ void Decider::Leave(int v, bool ended) {
     victim.resize_deadline = -1;
     victim.admitted_at = -1;
     victim.borrowing = false;
+    victim.borrowed.clear();
     victim.requeued_at = s_.now();
     victim.parked_stamp = 0;
     victim.preempted_by = waiting >= 0 ? s_.job(waiting).id : "";

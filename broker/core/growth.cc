@@ -23,13 +23,18 @@ NamedQuantities Decider::BorrowedPart(const Job& job, std::vector<Quantity>* by_
   return named;
 }
 
-NamedQuantities Decider::BorrowedAt(int j, int64_t replicas) {
+void Decider::SetBorrowed(Job& job, std::vector<Quantity> by_resource) {
+  job.borrowing = std::any_of(by_resource.begin(), by_resource.end(), [](Quantity q) { return q > 0; });
+  job.borrowed = job.borrowing ? std::move(by_resource) : std::vector<Quantity>();
+}
+
+NamedQuantities Decider::BorrowedAt(int j, int64_t replicas, std::vector<Quantity>* by_resource) {
   // Before the capacity a shrink frees is held for its waiter (which is
   // charged to the same team until the waiter is admitted).
   Job& job = s_.job(j);
   const int64_t held = job.replicas;
   s_.SetReplicas(j, replicas);
-  NamedQuantities out = BorrowedPart(job, nullptr);
+  NamedQuantities out = BorrowedPart(job, by_resource);
   s_.SetReplicas(j, held);
   return out;
 }
@@ -164,8 +169,9 @@ void Decider::RequestResize(int j, int64_t target, const std::string& reason, in
   e.epoch = job.epoch;
   e.deadline = job.resize_deadline;
   e.by = for_job >= 0 ? s_.job(for_job).id : by;
-  e.borrowed = BorrowedAt(j, target);
-  job.borrowing = std::any_of(e.borrowed.begin(), e.borrowed.end(), [](const auto& b) { return b.second > 0; });
+  std::vector<Quantity> borrowed;
+  e.borrowed = BorrowedAt(j, target, &borrowed);
+  SetBorrowed(job, std::move(borrowed));
   Emit(std::move(e));
   // Even at `now` (resize_timeout_s 0): the next Apply withdraws it.
   s_.AddTimer(job.resize_deadline, j);
@@ -184,7 +190,7 @@ void Decider::CompleteResize(int j, int64_t replicas) {
   if (replicas < before) freed_ = true;
   std::vector<Quantity> borrowed;
   BorrowedPart(job, &borrowed);  // at the size it now runs, before any hold.
-  job.borrowing = std::any_of(borrowed.begin(), borrowed.end(), [](Quantity q) { return q > 0; });
+  SetBorrowed(job, borrowed);
   if (waiting >= 0) {
     // What the shrink freed is held for the job that waits for it (§4).
     Job& w = s_.job(waiting);

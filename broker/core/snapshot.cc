@@ -47,6 +47,11 @@ internal::v1::CoreSnapshot Broker::Snapshot() const {
     js->set_admitted_at_ms(job.admitted_at);
     js->set_last_admitted_at_ms(job.last_admitted_at);
     js->set_borrowing(job.borrowing);
+    if (!job.borrowed.empty()) {
+      for (const auto& [name, q] : s.Named(job.borrowed, job.requested)) {
+        if (q > 0) (*js->mutable_borrowed())[name] = q;
+      }
+    }
     if (job.drain_for >= 0) js->set_drain_for(s.job(job.drain_for).id);
     js->set_drain_deadline_ms(job.drain_deadline);
     std::vector<std::string> victims;
@@ -121,6 +126,14 @@ absl::StatusOr<std::unique_ptr<Broker>> Broker::Restore(const internal::v1::Core
     // Snapshots from before the field existed: the current admission.
     job.last_admitted_at = js.has_last_admitted_at_ms() ? js.last_admitted_at_ms() : js.admitted_at_ms();
     job.borrowing = js.borrowing();
+    if (!js.borrowed().empty()) {
+      job.borrowed.assign(s.num_resources(), 0);
+      for (const auto& [name, q] : js.borrowed()) {
+        auto r = s.config().resource_index.find(name);
+        if (r == s.config().resource_index.end()) return bad("job '", js.spec().job(), "': borrows unknown resource '", name, "'");
+        job.borrowed[r->second] = q;
+      }
+    }
     job.drain_deadline = js.drain_deadline_ms();
     job.requeued_at = js.requeued_at_ms();
     job.exceeds_max = js.exceeds_max();

@@ -55,6 +55,9 @@ struct Job {
 
   Phase phase = Phase::kQueued;
   bool borrowing = false;
+  // Per resource: its part above its team's guarantee at its latest admit or
+  // resize; empty when nothing was borrowed (so most jobs allocate nothing).
+  std::vector<Quantity> borrowed;
   int running_slot = -1;        // index in its team's running list.
   Time admitted_at = -1;
   Time last_admitted_at = -1;   // the latest admission, kept when requeued.

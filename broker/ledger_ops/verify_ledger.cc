@@ -97,7 +97,11 @@ absl::StatusOr<VerifyReport> VerifyLedger(ledger::Store& store) {
     diff.IgnoreField(internal::v1::JobSnapshot::descriptor()->FindFieldByName("reason"));
     std::string out;
     diff.ReportDifferencesToString(&out);
-    if (!diff.Compare(*j, *it->second)) {
+    // A snapshot written before jobs kept how much they borrow restores
+    // them without it; the replay's figure is not a difference from that.
+    internal::v1::JobSnapshot replayed = *j;
+    if (it->second->borrowed().empty()) replayed.clear_borrowed();
+    if (!diff.Compare(replayed, *it->second)) {
       report.problems.push_back(absl::StrCat("job ", id, ": replay and stored state differ: ", out));
     }
   }

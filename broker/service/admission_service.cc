@@ -149,6 +149,7 @@ grpc::ServerUnaryReactor* AdmissionServiceImpl::Admit(grpc::CallbackServerContex
         resp->set_reason(j.reason());
       } else if (j.state() == v1::JOB_STATE_ADMITTED || j.state() == v1::JOB_STATE_DRAINING) {
         resp->set_decision(j.borrowing() ? v1::DECISION_ADMITTED_BORROWING : v1::DECISION_ADMITTED);
+        *resp->mutable_borrowed() = j.borrowed();  // as the admission (or latest resize) answered it
       } else {
         // The model answered from lacks the job: never guess a decision.
         reactor->Finish(grpc::Status(grpc::StatusCode::UNAVAILABLE,

@@ -21,6 +21,7 @@ v1::JobInfo ToJobInfo(const core::JobView& v, const v1::JobSpec* spec) {
   out.set_last_admitted_at_ms(v.last_admitted_at < 0 ? 0 : v.last_admitted_at);
   out.set_ended_at_ms(v.ended_at < 0 ? 0 : v.ended_at);
   out.set_borrowing(v.borrowing);
+  for (const auto& [name, q] : v.borrowed) (*out.mutable_borrowed())[name] = q;
   for (const auto& [name, q] : v.demand) (*out.mutable_demand())[name] = q;
   out.set_reason(v.reason);
   if (spec) {
@@ -61,6 +62,7 @@ JobRecord::JobRecord(const core::JobView& v, NamePool* names) : state_(v.state) 
   resize_epoch_ = v.epoch;
   priority_ = v.priority;
   borrowing_ = v.borrowing;
+  for (const auto& [name, q] : v.borrowed) borrowed_.emplace_back(names->Intern(name), q);
 }
 
 v1::JobInfo JobRecord::ToInfo(const std::string& id) const {
@@ -77,6 +79,7 @@ v1::JobInfo JobRecord::ToInfo(const std::string& id) const {
   out.set_last_admitted_at_ms(last_admitted_at_ms_);
   out.set_ended_at_ms(ended_at_ms_);
   out.set_borrowing(borrowing_);
+  for (const auto& [name, q] : borrowed_) (*out.mutable_borrowed())[*name] = q;
   for (const auto& [name, q] : demand_) (*out.mutable_demand())[*name] = q;
   out.set_reason(reason_);
   out.mutable_spec()->ParseFromString(spec_);

@@ -77,6 +77,7 @@ class JobRecord {
   std::string reason_;
   std::string spec_;  // serialized v1::JobSpec
   absl::InlinedVector<std::pair<const std::string*, int64_t>, 1> demand_;
+  std::vector<std::pair<const std::string*, int64_t>> borrowed_;  // empty unless borrowing
   int64_t replicas_ = 0;
   int64_t created_at_ms_ = 0;
   int64_t admitted_at_ms_ = 0;
