@@ -87,8 +87,11 @@ absl::StatusOr<v1::JobSpec> BuildJobSpec(const AdmitOptions& options) {
     } else {
       absl::StatusOr<int64_t> grace = ParsePositiveInt("--grace-s", options.grace_s);
       if (!grace.ok()) {
-        return absl::InvalidArgumentError(
-            absl::StrCat("--grace-s '", options.grace_s, "': not a whole number of seconds >= 0"));
+        const bool digits = !options.grace_s.empty() &&
+                            std::all_of(options.grace_s.begin(), options.grace_s.end(), absl::ascii_isdigit);
+        return absl::InvalidArgumentError(absl::StrCat(
+            "--grace-s '", options.grace_s, "': ",
+            digits ? "too large (at most 9223372036854775807 seconds)" : "not a whole number of seconds >= 0"));
       }
       spec.set_grace_s(*grace);
     }

@@ -108,7 +108,10 @@ absl::StatusOr<std::map<std::string, int64_t>> ParseQuantities(std::string_view 
     // 0 is allowed here: the broker judges the whole demand (all zero is
     // refused there, for the API and the CLI alike).
     if (!ParseDigits(count, &value) || value < 0) {
-      return Invalid(flag, text, absl::StrCat("'", count, "' is not a whole number >= 0"));
+      const bool digits = !count.empty() && std::all_of(count.begin(), count.end(), absl::ascii_isdigit);
+      return Invalid(flag, text,
+                     digits ? absl::StrCat("'", count, "' is too large (at most 9223372036854775807)")
+                            : absl::StrCat("'", count, "' is not a whole number >= 0"));
     }
     if (!out.emplace(name, value).second) {
       return Invalid(flag, text, absl::StrCat(name, " is given twice"));

@@ -48,7 +48,7 @@ TEST(ParseQuantitiesTest, ErrorsNameTheFlagAndTheValue) {
   EXPECT_THAT(bad("gpu"), HasSubstr("'gpu' is not NAME=COUNT"));
   EXPECT_THAT(bad("gpu=-1"), HasSubstr("'-1' is not a whole number >= 0"));
   EXPECT_THAT(bad("gpu=+1"), HasSubstr("'+1' is not a whole number >= 0"));
-  EXPECT_THAT(bad("gpu=99999999999999999999"), HasSubstr("not a whole number >= 0"));
+  EXPECT_THAT(bad("gpu=99999999999999999999"), HasSubstr("'99999999999999999999' is too large"));
   EXPECT_THAT(bad("gpu=8,gpu=4"), HasSubstr("gpu is given twice"));
   EXPECT_THAT(bad("=8"), HasSubstr("'' is not a resource name"));
   EXPECT_THAT(bad("g pu=8"), HasSubstr("'g pu' is not a resource name"));
