@@ -110,6 +110,8 @@ TEST(BrokerCommandsTest, BadFlagsExitTwoBeforeAnyCall) {
        "--grace-s '9223372036854775808': too large"},
       {{"admit", "--job", "j", "--team", "t", "--per-replica", "gpu=8", "--grace-s", "soon"},
        "--grace-s 'soon': not a whole number of seconds >= 0"},
+      {{"admit", "--job", "j", "--team", "t", "--per-replica", "gpu=8", "--grace-s", "-5"},
+       "--grace-s '-5': not a whole number of seconds >= 0"},
       {{"jobs", "--state", "waiting"}, "--state 'waiting'"},
       {{"jobs", "-o", "xml"}, "xml"},
       {{"loans", "--since", "yesterday"}, "--since 'yesterday'"},

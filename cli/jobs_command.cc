@@ -8,6 +8,7 @@
 #include "CLI/CLI.hpp"
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/time/clock.h"
@@ -82,19 +83,15 @@ absl::StatusOr<v1::JobSpec> BuildJobSpec(const AdmitOptions& options) {
   spec.set_priority(options.priority);
   if (!options.grace_s.empty()) {
     // 0 is a valid grace period: evict at once.
-    if (options.grace_s == "0") {
-      spec.set_grace_s(0);
-    } else {
-      absl::StatusOr<int64_t> grace = ParsePositiveInt("--grace-s", options.grace_s);
-      if (!grace.ok()) {
-        const bool digits = !options.grace_s.empty() &&
-                            std::all_of(options.grace_s.begin(), options.grace_s.end(), absl::ascii_isdigit);
-        return absl::InvalidArgumentError(absl::StrCat(
-            "--grace-s '", options.grace_s, "': ",
-            digits ? "too large (at most 9223372036854775807 seconds)" : "not a whole number of seconds >= 0"));
-      }
-      spec.set_grace_s(*grace);
+    const std::string& text = options.grace_s;
+    const bool digits = std::all_of(text.begin(), text.end(), absl::ascii_isdigit);
+    int64_t grace = 0;
+    if (!digits || !absl::SimpleAtoi(text, &grace)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--grace-s '", text, "': ",
+                       digits ? "too large (at most 9223372036854775807 seconds)" : "not a whole number of seconds >= 0"));
     }
+    spec.set_grace_s(grace);
   }
   for (const std::string& label : options.labels) {
     absl::StatusOr<std::pair<std::string, std::string>> kv = ParseLabel("--label", label);

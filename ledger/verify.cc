@@ -29,6 +29,7 @@ absl::StatusOr<JournalReport> CheckJournal(Store& store, const ReplayFn& replay,
           add(record.seq,
               absl::StrCat("journal seq ", record.seq, ": replay failed: ", s.ToString()));
           replaying = false;
+          report.replay_stopped = true;
         }
       }
       return absl::OkStatus();
@@ -41,6 +42,7 @@ absl::StatusOr<JournalReport> CheckJournal(Store& store, const ReplayFn& replay,
                                               " does not let reading move past seq ", after));
     }
     add(damage->seq, std::string(read.message()));
+    if (replaying) report.replay_stopped = true;
     replaying = false;
     highest = std::max(highest, damage->resume_after);
     after = damage->resume_after;

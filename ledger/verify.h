@@ -36,6 +36,9 @@ struct JournalReport {
   std::optional<int64_t> latest_snapshot_seq;
   std::vector<JournalProblem> problems;  // in seq order
   bool truncated = false;                // stopped listing at VerifyOptions::max_problems
+  // The replay ended before the journal did (a damaged entry, or an entry it
+  // could not apply): what it reached is not the ledger's state.
+  bool replay_stopped = false;
 
   bool ok() const { return problems.empty(); }
 };

@@ -309,6 +309,7 @@ void State::ReconfigureQuota(CompiledConfig config) {
     Job& job = jobs_[j];
     move_vec(job.demand);
     move_vec(job.per_replica);
+    if (!job.borrowed.empty()) move_vec(job.borrowed);
     ResourceMask mask = 0;
     for (int r = 0; r < old.num_resources(); ++r) {
       if (job.requested >> r & 1) mask |= ResourceMask{1} << rmap[r];
