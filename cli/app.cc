@@ -52,6 +52,13 @@ int RunTidegate(int argc, const char* const* argv, const Io& io) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
+    // A word that is no command is left over; CLI11 would only say that a
+    // subcommand is required.
+    if (dynamic_cast<const CLI::RequiredError*>(&e) != nullptr && app.get_subcommands().empty() &&
+        !app.remaining().empty()) {
+      *io.err << "tidegate: '" << app.remaining().front() << "' is not a command (tidegate --help lists them)\n";
+      return kExitBadInput;
+    }
     // --help and --version are "errors" with exit code 0.
     const int cli_code = app.exit(e, *io.out, *io.err);
     return cli_code == 0 ? kExitOk : kExitBadInput;

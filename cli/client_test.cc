@@ -120,6 +120,7 @@ TEST(BrokerCommandsTest, BadFlagsExitTwoBeforeAnyCall) {
       {{"jobs", "--timeout", "soon"}, "--timeout 'soon'"},
       {{"config", "apply", "/no/such/file.yaml"}, "/no/such/file.yaml"},
       {{"config"}, "subcommand"},
+      {{"frobnicate"}, "tidegate: 'frobnicate' is not a command"},
   };
   for (const Case& c : cases) {
     std::vector<std::string> args = c.args;
