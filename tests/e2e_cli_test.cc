@@ -174,6 +174,11 @@ TEST_F(CliTest, ErrorsExitWithTheDocumentedCodes) {
   EXPECT_EQ(Cli({"release", "nope"}).code, 3);
   EXPECT_EQ(Cli({"quota", "nope"}).code, 3);
   EXPECT_EQ(Cli({"usage", "nope"}).code, 3);
+  // A resource the config does not have is a typo, not an empty history.
+  Ran typo = Cli({"usage", "research", "--resource", "gpus"});
+  EXPECT_EQ(typo.code, 2) << typo.out;
+  EXPECT_THAT(typo.err, HasSubstr("resource: 'gpus' is not a resource of the config (gpu)"));
+  EXPECT_EQ(Cli({"usage", "research", "--resource", "gpu"}).code, 0);
 
   Admit("r1", "research", 1, 8);
   EXPECT_EQ(Admit("r1", "research", 1, 8), "r1: ADMITTED\n");  // the same spec: idempotent.

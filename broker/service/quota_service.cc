@@ -1,7 +1,9 @@
 #include <algorithm>
 #include <map>
+#include <set>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "absl/time/time.h"
 #include "api/text/config_diff.h"
 #include "api/yaml_loader.h"
@@ -95,9 +97,24 @@ grpc::ServerUnaryReactor* QuotaServiceImpl::ListLoans(grpc::CallbackServerContex
 grpc::ServerUnaryReactor* QuotaServiceImpl::GetUsage(grpc::CallbackServerContext* ctx, const v1::GetUsageRequest* req,
                                                      v1::GetUsageResponse* resp) {
   auto* reactor = ctx->DefaultReactor();
-  if (!loop_->Published()->FindTeam(req->team())) {
+  const auto model = loop_->Published();
+  if (!model->FindTeam(req->team())) {
     reactor->Finish(NotFound(absl::StrCat("team '", req->team(), "' is not a team")));
     return reactor;
+  }
+  // A config never drops a resource, so every resource usage was kept for
+  // is in it: any other name is a typo, not an empty history.
+  if (!req->resource().empty()) {
+    std::set<std::string> known;
+    for (const v1::Cluster& cluster : model->config().clusters()) {
+      for (const auto& [name, capacity] : cluster.capacity()) known.insert(name);
+    }
+    if (!known.count(req->resource())) {
+      reactor->Finish(grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                                   absl::StrCat("resource: '", req->resource(), "' is not a resource of the config (",
+                                                absl::StrJoin(known, ", "), ")")));
+      return reactor;
+    }
   }
   const int64_t step_s = req->step_s() == 0 ? 3600 : req->step_s();
   if (step_s < 0 || step_s % 3600 != 0) {
