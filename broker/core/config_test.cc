@@ -8,6 +8,7 @@
 #include "gmock/gmock.h"
 #include "google/protobuf/text_format.h"
 #include "gtest/gtest.h"
+#include "tidegate/internal/v1/journal.pb.h"
 
 namespace tidegate::core {
 namespace {
@@ -354,6 +355,32 @@ TEST(ConfigTest, TooManyClustersIsAnError) {
   const absl::Status s = CompileConfig(c).status();
   EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(s.message(), HasSubstr("clusters: 1001 clusters; at most 1000"));
+}
+
+// A config that adds a resource renumbers the others (they sort by name):
+// what a job borrows moves with its resource, and survives a snapshot.
+TEST(ConfigTest, WhatAJobBorrowsKeepsItsResourceWhenAConfigAddsOne) {
+  const std::string teams = R"pb(
+    teams { name: "a" quota { key: "gpu" value { guaranteed: 4 } } }
+    teams { name: "b" quota { key: "gpu" value { guaranteed: 4 } } })pb";
+  const std::string gpu_cpu = R"pb(
+    clusters { name: "k1" capacity { key: "gpu" value: 8 } capacity { key: "cpu" value: 64 } })pb";
+  auto b = Broker::Create(Parse(gpu_cpu + teams), 0).value();
+  internal::v1::Command submit;
+  ASSERT_TRUE(google::protobuf::TextFormat::ParseFromString("job: 'big' team: 'a' per_replica { key: 'gpu' value: 6 }",
+                                                            submit.mutable_submit()));
+  b->Apply(submit, 1);
+  const NamedQuantities borrowed = {{"gpu", 2}};
+  ASSERT_EQ(b->GetJob("big")->borrowed, borrowed);
+  internal::v1::Command change;
+  *change.mutable_apply_config() = Parse(R"pb(
+    clusters { name: "k1" capacity { key: "gpu" value: 8 } capacity { key: "cpu" value: 64 }
+               capacity { key: "fpga" value: 2 } })pb" + teams);
+  b->Apply(change, 2);
+  EXPECT_EQ(b->GetJob("big")->borrowed, borrowed);
+  auto restored = Broker::Restore(b->Snapshot());
+  ASSERT_TRUE(restored.ok()) << restored.status();
+  EXPECT_EQ((*restored)->GetJob("big")->borrowed, borrowed);
 }
 
 }  // namespace

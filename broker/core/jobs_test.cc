@@ -476,26 +476,5 @@ TEST(ConfigChangeTest, ARefusedConfigNamesTheLeastIdOfTheJobsInTheWay) {
               ElementsAre("error  (config: team 'a' has job 'j00' and must stay a leaf team)"));
 }
 
-// A config that adds a resource renumbers the others (they sort by name):
-// what a job borrows moves with its resource, and survives a snapshot.
-TEST(ConfigChangeTest, WhatAJobBorrowsKeepsItsResourceWhenAConfigAddsOne) {
-  auto b = Make();
-  b->Apply(Submit("job: 'big' team: 'a' per_replica { key: 'gpu' value: 6 }"), kT0 + 1);
-  const NamedQuantities borrowed = {{"gpu", 2}};
-  ASSERT_EQ(b->GetJob("big")->borrowed, borrowed);
-  internal::v1::Command change;
-  ASSERT_TRUE(google::protobuf::TextFormat::ParseFromString(R"pb(
-    clusters { name: "k1" capacity { key: "gpu" value: 8 } capacity { key: "cpu" value: 64 }
-               capacity { key: "fpga" value: 2 } }
-    teams { name: "a" quota { key: "gpu" value { guaranteed: 4 } } }
-    teams { name: "b" quota { key: "gpu" value { guaranteed: 4 } } })pb",
-                                                            change.mutable_apply_config()));
-  b->Apply(change, kT0 + 2);
-  EXPECT_EQ(b->GetJob("big")->borrowed, borrowed);
-  auto restored = Broker::Restore(b->Snapshot());
-  ASSERT_TRUE(restored.ok()) << restored.status();
-  EXPECT_EQ((*restored)->GetJob("big")->borrowed, borrowed);
-}
-
 }  // namespace
 }  // namespace tidegate::core

@@ -135,4 +135,17 @@ void Clients::Run(int id) {
   }
 }
 
+grpc::Status AdmitOneGpu(const std::string& address, const std::string& job) {
+  auto stub = v1::AdmissionService::NewStub(grpc::CreateChannel(address, grpc::InsecureChannelCredentials()));
+  grpc::ClientContext context;
+  context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(20));
+  v1::AdmitRequest request;
+  request.mutable_job()->set_job(job);
+  request.mutable_job()->set_team("red");
+  request.mutable_job()->set_replicas(1);
+  (*request.mutable_job()->mutable_per_replica())["gpu"] = 1;
+  v1::AdmitResponse response;
+  return stub->Admit(&context, request, &response);
+}
+
 }  // namespace tidegate::testing

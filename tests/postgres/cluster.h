@@ -80,6 +80,10 @@ class Clients {
   std::vector<std::thread> threads_;
 };
 
+// One Admit of a one-GPU job of red to the broker at `address`, waiting up
+// to 20 s for the answer.
+grpc::Status AdmitOneGpu(const std::string& address, const std::string& job);
+
 }  // namespace tidegate::testing
 
 #endif  // TIDEGATE_TESTS_POSTGRES_CLUSTER_H_

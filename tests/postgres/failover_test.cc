@@ -62,21 +62,6 @@ int RunCommand(const std::string& command, std::string* output) {
   return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 }
 
-// One Admit of a one-GPU job of red to the broker at `address`, waiting up
-// to 20 s for the answer.
-grpc::Status AdmitOneGpu(const std::string& address, const std::string& job) {
-  auto stub = v1::AdmissionService::NewStub(grpc::CreateChannel(address, grpc::InsecureChannelCredentials()));
-  grpc::ClientContext context;
-  context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(20));
-  v1::AdmitRequest request;
-  request.mutable_job()->set_job(job);
-  request.mutable_job()->set_team("red");
-  request.mutable_job()->set_replicas(1);
-  (*request.mutable_job()->mutable_per_replica())["gpu"] = 1;
-  v1::AdmitResponse response;
-  return stub->Admit(&context, request, &response);
-}
-
 // Every check of the ledger against what clients were told.
 void CheckLedger(const std::vector<Ack>& acked, const std::string& when) {
   SCOPED_TRACE(when);
